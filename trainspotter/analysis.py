@@ -1,0 +1,158 @@
+"""Run the enabled detectors on a Run, order the findings, and link related ones.
+
+Order (the report contract): errors first, then warnings, then info; chronological within
+a level; ids `F1`, `F2`, ... follow that order.
+
+Linking: findings from different detectors whose step ranges touch (within a tolerance
+of `LINK_TOLERANCE` of the run's step span, at least one logged interval) form one
+incident. Inside an incident the causal chain is ordered by start step and, at equal
+steps, by `CAUSAL_RANK` (an LR change causes a gradient blow-up, which causes a loss
+spike, which becomes divergence). Each finding's `cause` is its predecessor in the chain;
+`related` lists the others. The chain's head is the root cause a report shows first.
+
+This module knows nothing of files or output formats.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainspotter.detectors import DETECTORS
+from trainspotter.model import Finding, Run, Severity
+
+LINK_TOLERANCE = 0.02
+"""Findings within 2% of the run's step span of each other may be one incident."""
+
+# Lower rank = earlier in a causal chain when two findings start at the same step.
+CAUSAL_RANK: dict[str, int] = {
+    "lr_schedule": 0,
+    "throughput": 1,
+    "grad_norm": 2,
+    "loss_floor": 3,
+    "spikes": 4,
+    "divergence": 5,
+    "plateau": 6,
+    "overfitting": 6,
+    "eval_noise": 7,
+}
+# Detectors whose findings describe a whole-run property, not an incident at a step.
+UNLINKED = frozenset({"eval_noise", "overfitting", "plateau", "throughput"})
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Which detectors run, with which parameters and severity overrides (from config)."""
+
+    enabled: frozenset[str] | None = None
+    """Detector ids to run; None means all registered detectors."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Detector id -> Params instance; missing ids use the defaults."""
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    """Detector id -> severity that replaces the detector's own."""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One log's result: the run, its ordered linked findings and the incident chains."""
+
+    run: Run
+    findings: list[Finding]
+    chains: list[list[str]]
+    """Each multi-finding incident as finding ids in causal order, root cause first."""
+    detectors_run: list[str]
+
+    @property
+    def worst(self) -> Severity | None:
+        """The highest severity among unsuppressed findings, or None."""
+        active = [f.severity for f in self.findings if f.suppressed is None]
+        return max(active) if active else None
+
+    def counts(self) -> dict[str, int]:
+        """Unsuppressed findings per severity label."""
+        out = {s.label: 0 for s in sorted(Severity, reverse=True)}
+        for f in self.findings:
+            if f.suppressed is None:
+                out[f.severity.label] += 1
+        return out
+
+    def by_id(self, finding_id: str) -> Finding:
+        """The finding with this id."""
+        for f in self.findings:
+            if f.id == finding_id:
+                return f
+        raise KeyError(finding_id)
+
+
+def run_detectors(run: Run, settings: AnalysisSettings) -> tuple[list[Finding], list[str]]:
+    """Every enabled detector's findings (unordered) and the ids that ran."""
+    findings: list[Finding] = []
+    ran: list[str] = []
+    for name, detector in DETECTORS.items():
+        if settings.enabled is not None and name not in settings.enabled:
+            continue
+        params = settings.params.get(name) or detector.Params()
+        found = detector.detect(run, params)
+        if name in settings.severity:
+            found = [dataclasses.replace(f, severity=settings.severity[name]) for f in found]
+        findings.extend(found)
+        ran.append(name)
+    return findings, ran
+
+
+def order_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then info; chronological within a level."""
+    return sorted(
+        findings,
+        key=lambda f: (-int(f.severity), f.step_start, CAUSAL_RANK.get(f.detector, 9), f.metric),
+    )
+
+
+def _step_span(run: Run) -> tuple[int, int]:
+    lows = [int(s.steps[0]) for s in run.metrics.values() if len(s)]
+    highs = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
+    return (min(lows), max(highs)) if lows else (0, 0)
+
+
+def link_findings(run: Run, findings: list[Finding]) -> tuple[list[Finding], list[list[str]]]:
+    """Give ids, group touching findings into incidents, and set `cause`/`related`."""
+    with_ids = [dataclasses.replace(f, id=f"F{i}") for i, f in enumerate(findings, start=1)]
+    lo, hi = _step_span(run)
+    tolerance = max(1, round((hi - lo) * LINK_TOLERANCE))
+    candidates = sorted(
+        (f for f in with_ids if f.detector not in UNLINKED),
+        key=lambda f: (f.step_start, CAUSAL_RANK.get(f.detector, 9)),
+    )
+    groups: list[list[Finding]] = []
+    group_end = -(10**18)
+    for f in candidates:
+        if groups and f.step_start <= group_end + tolerance:
+            groups[-1].append(f)
+            group_end = max(group_end, f.step_end)
+        else:
+            groups.append([f])
+            group_end = f.step_end
+    chains: list[list[str]] = []
+    updates: dict[str, Finding] = {}
+    for group in groups:
+        if len({f.detector for f in group}) < 2:
+            continue
+        ids = [f.id for f in group]
+        chains.append(ids)
+        for pos, f in enumerate(group):
+            updates[f.id] = dataclasses.replace(
+                f,
+                cause=ids[pos - 1] if pos > 0 else None,
+                related=tuple(i for i in ids if i != f.id),
+            )
+    return [updates.get(f.id, f) for f in with_ids], chains
+
+
+def analyze(run: Run, settings: AnalysisSettings | None = None) -> Analysis:
+    """Detect, order and link: the whole analysis of one run."""
+    settings = settings or AnalysisSettings()
+    found, ran = run_detectors(run, settings)
+    linked, chains = link_findings(run, order_findings(found))
+    return Analysis(run=run, findings=linked, chains=chains, detectors_run=ran)

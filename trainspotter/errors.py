@@ -1,0 +1,32 @@
+"""Errors the front ends turn into one clear line and a distinct exit code.
+
+Exit codes are the same in every front end (CLI, watch, the container's entrypoint):
+0 nothing at or above the gate's severity, 1 the gate failed, 2 the tool could not do its
+job (unreadable log, bad config, bad arguments), 3 an internal error (a bug: please report).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+
+class TrainspotterError(Exception):
+    """Base for errors that are the input's fault, not ours: exit code 2, no traceback."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class InputError(TrainspotterError):
+    """A log that cannot be read: names the file and says what is wrong with it."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class UsageError(TrainspotterError):
+    """Bad arguments or options."""

@@ -1,0 +1,100 @@
+"""The reader registry: pick the reader for a path (by content) and read it into a `Run`.
+
+One module per format; adding a format is adding a module and one line to `READERS`.
+A folder is searched by each reader's `find_in_folder` in registry order (a HF output
+folder, a Lightning `version_N/`, a TensorBoard run folder, ...).
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+from trainspotter.errors import InputError
+from trainspotter.model import Run
+from trainspotter.readers import csvlog, hf, jsonl, lightning_csv, tensorboard_events, wandb_csv
+from trainspotter.readers.base import ReadOptions, Reader
+
+# Order matters twice: folders are searched in this order, and on equal sniff scores the
+# earlier, more specific reader wins over the generic CSV/JSONL ones.
+READERS: dict[str, Reader] = {
+    hf.READER.name: hf.READER,
+    lightning_csv.READER.name: lightning_csv.READER,
+    tensorboard_events.READER.name: tensorboard_events.READER,
+    wandb_csv.READER.name: wandb_csv.READER,
+    jsonl.READER.name: jsonl.READER,
+    csvlog.READER.name: csvlog.READER,
+}
+
+HEAD_BYTES = 64 * 1024
+
+__all__ = ["READERS", "ReadOptions", "Reader", "detect_format", "read_log"]
+
+
+def _decode_head(raw: bytes) -> str | None:
+    """The head as text, or None if it is not UTF-8 (a cut multi-byte tail is allowed)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+    try:
+        return decoder.decode(raw, final=False)
+    except UnicodeDecodeError:
+        return None
+
+
+def detect_format(path: Path, display: str) -> tuple[Reader, Path]:
+    """The reader for `path` and the path it should read (a folder resolves to a file or
+    stays a folder for readers that read folders). Raises InputError if none fits."""
+    if path.is_dir():
+        for reader in READERS.values():
+            found = reader.find_in_folder(path)
+            if found is not None:
+                return reader, found
+        raise InputError(
+            display,
+            "no training log found in this folder (looked for trainer_state.json, "
+            "checkpoint-*/, metrics.csv, TensorBoard event files, *.csv, *.jsonl)",
+        )
+    with path.open("rb") as fh:
+        raw = fh.read(HEAD_BYTES)
+    if not raw:
+        raise InputError(display, "file is empty")
+    text = _decode_head(raw)
+    head = text if text is not None else raw.decode("utf-8", errors="replace")
+    best: tuple[int, Reader] | None = None
+    for reader in READERS.values():
+        score = reader.sniff(path, head)
+        if score > 0 and (best is None or score > best[0]):
+            best = (score, reader)
+    if best is not None:
+        return best[1], path
+    if text is None or "\x00" in head:
+        raise InputError(display, "not a text training log (binary data or not UTF-8)")
+    raise InputError(
+        display,
+        "unrecognised log format (expected trainer_state.json, CSV, JSONL, W&B export, "
+        "Lightning metrics.csv or TensorBoard events); pass --format to force one",
+    )
+
+
+def read_log(path: str | Path, *, fmt: str | None = None, options: ReadOptions | None = None) -> Run:
+    """Read one log (file or folder) into a Run. `fmt` forces a reader by name."""
+    options = options or ReadOptions()
+    display = options.display_path or str(path)
+    if options.display_path is None:
+        options = ReadOptions(options.run_name, options.aliases, display)
+    target = Path(path)
+    if not target.exists():
+        raise InputError(display, "no such file or folder")
+    if fmt is not None:
+        if fmt not in READERS:
+            raise InputError(display, f"unknown format {fmt!r} (one of: {', '.join(READERS)})")
+        reader = READERS[fmt]
+        if target.is_dir():
+            found = reader.find_in_folder(target)
+            if found is None:
+                raise InputError(display, f"no {fmt} log found in this folder")
+            target = found
+        elif target.stat().st_size == 0:
+            raise InputError(display, "file is empty")
+    else:
+        reader, target = detect_format(target, display)
+    return reader.read(target, options)

@@ -1,0 +1,39 @@
+"""The interface every report format satisfies.
+
+A report renders the analyses of one or more logs (each a `Run` plus its ordered, linked
+findings) to text. Reports see only `Analysis` objects: never files, readers or
+detectors, so two formats rendered from the same analyses cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from trainspotter.analysis import Analysis
+from trainspotter.model import Severity
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to render: colour, the gate's level, verbosity."""
+
+    color: bool = False
+    """ANSI colours (terminal only); off when piped or NO_COLOR is set."""
+    fail_on: Severity = Severity.ERROR
+    """The gate's level: formats that mark failures (JUnit, headlines) use it."""
+    verbose: bool = False
+    """Terminal: also list every metric."""
+
+
+class ReportFormat(Protocol):
+    """One output format."""
+
+    name: str
+    """The id used by `--output`."""
+    description: str
+
+    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
+        """The whole report as text."""
+        ...
