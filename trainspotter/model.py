@@ -79,7 +79,7 @@ class Series:
             wall_arr = np.asarray(wall_time, dtype=np.float64)
         if not (step_arr.shape == value_arr.shape == wall_arr.shape) or step_arr.ndim != 1:
             raise ValueError("steps, values and wall_time must be 1-D arrays of one length")
-        n = step_arr.shape[0]
+        n = len(step_arr)
         if n > 1 and not bool(np.all(step_arr[1:] > step_arr[:-1])):
             order = np.argsort(step_arr, kind="stable")
             sorted_steps = step_arr[order]

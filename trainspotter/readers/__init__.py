@@ -13,7 +13,7 @@ from pathlib import Path
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers import csvlog, hf, jsonl, lightning_csv, tensorboard_events, wandb_csv
-from trainspotter.readers.base import ReadOptions, Reader
+from trainspotter.readers.base import Reader, ReadOptions
 
 # Order matters twice: folders are searched in this order, and on equal sniff scores the
 # earlier, more specific reader wins over the generic CSV/JSONL ones.
@@ -75,7 +75,9 @@ def detect_format(path: Path, display: str) -> tuple[Reader, Path]:
     )
 
 
-def read_log(path: str | Path, *, fmt: str | None = None, options: ReadOptions | None = None) -> Run:
+def read_log(
+    path: str | Path, *, fmt: str | None = None, options: ReadOptions | None = None
+) -> Run:
     """Read one log (file or folder) into a Run. `fmt` forces a reader by name."""
     options = options or ReadOptions()
     display = options.display_path or str(path)

@@ -1,0 +1,163 @@
+"""The generic CSV reader: cell rules, step column rule and the layouts found in the wild."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from readers_support import MakeFile, assert_well_formed
+
+from trainspotter.errors import InputError
+from trainspotter.readers import ReadOptions, detect_format, read_log
+
+
+def test_step_column_and_cell_rules(make_file: MakeFile) -> None:
+    path = make_file(
+        "log.csv",
+        "step,loss,acc\n1,0.9,0.1\n2,,0.2\n3,nan,x\n4,inf,0.4\n5,-Infinity,NaN\n6,0.5,\n",
+    )
+    run = read_log(path)
+    assert_well_formed(run)
+    assert run.source_format == "csv"
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [1, 3, 4, 5, 6]  # the empty cell at step 2 is absent
+    assert math.isnan(loss.values[1])
+    assert loss.values[2] == math.inf and loss.values[3] == -math.inf
+    acc = run.metrics["acc"]
+    assert acc.steps.tolist() == [1, 2, 4, 5]  # "x" skipped, empty absent, NaN kept
+    assert run.meta["skipped_cells"] == {"acc": 1}
+    assert run.meta["step_column"] == "step"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "step;loss\n1;0.5\n2;0.4\n",
+        "step\tloss\n1\t0.5\n2\t0.4\n",
+        "step,loss\r\n1,0.5\r\n2,0.4\r\n",
+        "step,loss\r\r\n1,0.5\r\r\n2,0.4\r\r\n",
+        "\ufeffstep,loss\n1,0.5\n2,0.4\n",
+        "step, loss\n1, 0.5\n2, 0.4",
+        '"step","loss"\n"1","0.5"\n"2","0.4"\n',
+        "step,loss\n\n1,0.5\n\n2,0.4\n\n",
+        "\n\nstep,loss\n1,0.5\n2,0.4\n",
+        "step,loss\r1,0.5\r2,0.4\r",
+    ],
+    ids=["semicolon", "tab", "crlf", "cr-cr-lf", "bom", "spaces", "quoted", "blank", "lead", "cr"],
+)
+def test_layouts(make_file: MakeFile, content: str) -> None:
+    run = read_log(make_file("log.csv", content))
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [1, 2]
+    assert loss.values.tolist() == [0.5, 0.4]
+
+
+def test_keras_junk_first_line_and_semicolons(make_file: MakeFile) -> None:
+    content = "model_history_log\r\nepoch;accuracy;loss;val_loss\r\n0;0.4;1.5;0.6\r\n1;0.8;0.4;0.3"
+    run = read_log(make_file("model_history_log.csv", content))
+    assert run.metrics["train/loss"].values.tolist() == [1.5, 0.4]
+    assert run.metrics["eval/loss"].steps.tolist() == [0, 1]
+    assert run.meta["step_column"] == "epoch"
+    assert "epoch" not in run.metrics
+    assert "skipped a first line that is not the header: 'model_history_log'" in run.notes()
+
+
+def test_keras_csvlogger_reads_through_the_csv_reader(make_file: MakeFile) -> None:
+    path = make_file(
+        "training.log", "epoch,accuracy,loss,val_accuracy,val_loss\n0,0.5,1.2,0.4,1.3\n"
+    )
+    reader, _ = detect_format(path, str(path))
+    assert reader.name == "csv"
+    run = read_log(path)
+    assert sorted(run.metrics) == ["accuracy", "eval/loss", "train/loss", "val_accuracy"]
+
+
+def test_no_step_column_uses_the_row_number(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "train_loss,val_loss\n3.0,2.0\n2.0,1.5\n"))
+    assert run.metrics["train/loss"].steps.tolist() == [0, 1]
+    assert run.meta["step_column"] is None
+    assert any("using the row number as the step" in note for note in run.notes())
+
+
+def test_fractional_epochs_are_not_a_step(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "epoch,loss\n0.5,3.0\n1.0,2.0\n1.5,1.0\n"))
+    assert run.metrics["train/loss"].steps.tolist() == [0, 1, 2]
+    assert run.metrics["epoch"].values.tolist() == [0.5, 1.0, 1.5]
+    assert any("not whole numbers" in note for note in run.notes())
+
+
+@pytest.mark.parametrize(
+    "name", ["global_step", "Iteration", "iter", "_step", "trainer/global_step"]
+)
+def test_step_column_names(make_file: MakeFile, name: str) -> None:
+    run = read_log(make_file("log.csv", f"epoch,{name},loss\n0,10,1.0\n0,20,0.5\n"))
+    assert run.metrics["train/loss"].steps.tolist() == [10, 20]
+    assert run.metrics["epoch"].values.tolist() == [0.0, 0.0]
+
+
+def test_rows_without_a_step_are_skipped(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,loss\n1,0.5\n,0.4\n3,0.3\n"))
+    assert run.metrics["train/loss"].steps.tolist() == [1, 3]
+    assert run.meta["rows_without_step"] == 1
+
+
+def test_duplicate_and_unsorted_steps(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,loss\n3,0.3\n1,0.9\n2,0.5\n1,0.8\n"))
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [1, 2, 3]
+    assert loss.values.tolist() == [0.8, 0.5, 0.3]  # the value logged last wins
+    assert run.meta["duplicate_steps"] == {"train/loss": 1}
+    assert run.meta["backward_steps"] == {"train/loss": 2}
+
+
+def test_rows_with_too_many_cells_are_skipped(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,loss\n1,0.5\n2,0.4,9\n3,0.3\n"))
+    assert run.metrics["train/loss"].steps.tolist() == [1, 3]
+    assert run.meta["skipped_rows"] == 1
+    assert any("more cells than the header" in note for note in run.notes())
+
+
+def test_text_columns_are_ignored_with_a_note(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,phase,loss\n1,train,0.5\n2,train,0.4\n"))
+    assert sorted(run.metrics) == ["train/loss"]
+    assert "ignored columns that are not numbers: phase text" in run.notes()
+
+
+def test_two_spellings_of_one_metric(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,loss,train/loss,train_loss\n1,5,0.5,7\n"))
+    assert run.metrics["train/loss"].values.tolist() == [0.5]  # the exact spelling wins
+    assert run.metrics["loss"].values.tolist() == [5.0]
+    assert run.metrics["train_loss"].values.tolist() == [7.0]
+    assert sum("both mean 'train/loss'" in note for note in run.notes()) == 2
+
+
+def test_aliases(make_file: MakeFile) -> None:
+    path = make_file("log.csv", "step,objective\n1,0.5\n")
+    run = read_log(path, options=ReadOptions(aliases={"objective": "train/loss"}))
+    assert "train/loss" in run.metrics
+
+
+def test_header_only_is_an_empty_run(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,loss\n"))
+    assert run.metrics == {}
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("name,phase\nabc,train\ndef,eval\n", "no numeric column"),
+        ("softmax,100,128,0.01\nneg,100,128,0.02\n", "no header row"),
+        ("\n\n\n", "no header line"),
+        ('step,loss\n1,"0.5\n', "cannot parse as CSV"),
+    ],
+)
+def test_errors(make_file: MakeFile, content: str, problem: str) -> None:
+    with pytest.raises(InputError) as caught:
+        read_log(make_file("log.csv", content), fmt="csv")
+    assert caught.value.problem.startswith(problem)
+
+
+def test_wall_time_is_nan_without_a_time_column(make_file: MakeFile) -> None:
+    run = read_log(make_file("log.csv", "step,loss\n1,0.5\n"))
+    assert np.isnan(run.metrics["train/loss"].wall_time).all()

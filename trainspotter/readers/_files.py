@@ -1,0 +1,126 @@
+"""File access shared by the readers: text decoding with one-line errors, and folder search.
+
+Every reader reads its bytes through here, so "empty", "binary", "not UTF-8" and "cannot
+read" are worded the same for every format. Folder search covers the layouts the training
+tools write: numbered sub-folders (`checkpoint-500/`, `version_3/`) of which the highest
+number is the latest.
+
+This module does not parse any log format.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from pathlib import Path
+
+from trainspotter.errors import InputError
+
+# Binary data shows itself in the first block; a text log never holds NUL bytes.
+BINARY_PROBE_BYTES = 64 * 1024
+
+
+def display_name(path: Path, display: str | None) -> str:
+    """The path as the user gave it (for messages and `Run.source_path`)."""
+    return display if display is not None else str(path)
+
+
+def read_bytes(path: Path, display: str) -> bytes:
+    """The file's bytes; InputError for a folder, an unreadable file or an empty one."""
+    if path.is_dir():
+        raise InputError(display, "is a folder, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    if not data:
+        raise InputError(display, "file is empty")
+    return data
+
+
+def check_text_bytes(data: bytes, display: str) -> None:
+    """Reject binary data (NUL bytes near the start) with a one-line InputError."""
+    if b"\x00" in data[:BINARY_PROBE_BYTES]:
+        raise InputError(display, "not a text training log (binary data)")
+
+
+def _not_utf8(data: bytes, exc: UnicodeDecodeError, display: str) -> InputError:
+    bad = data[exc.start : exc.start + 1].hex()
+    return InputError(display, f"not UTF-8 text (byte 0x{bad} at offset {exc.start})")
+
+
+def decode_text(data: bytes, display: str) -> str:
+    """UTF-8 text (a BOM is dropped); InputError naming the first bad byte otherwise."""
+    check_text_bytes(data, display)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(data, exc, display) from None
+
+
+def decode_head(head: bytes, display: str) -> str:
+    """Like `decode_text` for the first block of a file: a multi-byte character cut at the
+    block's end is not an error."""
+    check_text_bytes(head, display)
+    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="strict")
+    try:
+        return decoder.decode(head, final=False)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(head, exc, display) from None
+
+
+def read_text(path: Path, display: str) -> str:
+    """The whole file as UTF-8 text, with the shared one-line errors."""
+    return decode_text(read_bytes(path, display), display)
+
+
+def numbered_subfolders(folder: Path, prefix: str) -> list[tuple[int, Path]]:
+    """Sub-folders named `<prefix><N>` (e.g. `checkpoint-500`), sorted by N ascending."""
+    pattern = re.compile(re.escape(prefix) + r"(\d+)$")
+    found: list[tuple[int, Path]] = []
+    try:
+        children = list(folder.iterdir())
+    except OSError:
+        return []
+    for child in children:
+        match = pattern.match(child.name)
+        if match and child.is_dir():
+            found.append((int(match.group(1)), child))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def latest_numbered_file(folder: Path, prefix: str, file_name: str) -> tuple[Path, int] | None:
+    """`<prefix><N>/<file_name>` with the highest N that holds the file, and how many
+    numbered folders hold it; None if none does."""
+    holding = [
+        sub / file_name
+        for _, sub in numbered_subfolders(folder, prefix)
+        if (sub / file_name).is_file()
+    ]
+    if not holding:
+        return None
+    return holding[-1], len(holding)
+
+
+def single_file_with_suffix(folder: Path, suffixes: tuple[str, ...]) -> Path | None:
+    """The one file directly in `folder` whose name ends with one of `suffixes`, or None
+    when there is none or more than one (several candidates are ambiguous: the user must
+    name the file)."""
+    try:
+        matches = [
+            child
+            for child in folder.iterdir()
+            if child.is_file() and child.name.lower().endswith(suffixes)
+        ]
+    except OSError:
+        return None
+    return matches[0] if len(matches) == 1 else None
+
+
+def first_line(head: str) -> str:
+    """The first non-blank line of `head`, without its line ending."""
+    for line in head.splitlines():
+        if line.strip():
+            return line
+    return ""

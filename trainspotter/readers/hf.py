@@ -1,0 +1,248 @@
+"""Hugging Face `Trainer` state: `trainer_state.json` and its `log_history`.
+
+Every `log_history` entry is a row at `entry["step"]`:
+
+- training entries (`loss`, `grad_norm`, `learning_rate`, `epoch`, and any other numeric
+  key such as TRL's `rewards/chosen`) become metrics through `names.normalize`
+  (`loss` -> `train/loss`, `learning_rate` -> `lr`);
+- evaluation entries (keys `eval_*`) become `eval/*` (`eval_loss` -> `eval/loss`,
+  `eval_wer` -> `eval/wer`); their `epoch` is used only at steps with no training entry, so
+  the two kinds of entry at one step do not count as a duplicate;
+- the final run-summary entry (`train_runtime`, and the run-average `train_loss`) goes to
+  `meta["summary"]` and never into `train/loss`: it is one average, not a point on the
+  curve.
+
+Values follow the shared cell rules (`_tabular`): Python's json reads the `NaN` and
+`Infinity` tokens the Trainer writes and they are kept (a NaN `grad_norm` is an fp16
+overflow skip); non-numeric values are skipped and counted. Scalar top-level facts
+(`global_step`, `max_steps`, `logging_steps`, `best_metric`, ...) go to
+`meta["trainer_state"]`. An empty `log_history`, or one holding only the summary, is a Run
+without metrics and a note, not an error: the Trainer writes such files when
+`logging_steps` exceeds the run's length.
+
+A folder is accepted when it holds `trainer_state.json` (the final state written by
+`Trainer.save_state()`) or `checkpoint-N/trainer_state.json` folders: then the highest N is
+read, with a note. The weights, `training_args.bin` and `config.json` are not read.
+
+Python's json module parses the file: it is the format's reference parser (the Trainer
+writes with it) and accepts the non-standard NaN tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainspotter.errors import InputError
+from trainspotter.model import Run
+from trainspotter.readers._files import display_name, first_line, latest_numbered_file, read_text
+from trainspotter.readers._tabular import (
+    RecordTableBuilder,
+    RunBuilder,
+    StepChoice,
+    canonical_name,
+    table_to_run,
+)
+from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.jsonl import parse_json
+
+STATE_FILE = "trainer_state.json"
+CHECKPOINT_PREFIX = "checkpoint-"
+EVAL_PREFIX = "eval_"
+STEP_KEY = "step"
+EPOCH_KEY = "epoch"
+SUMMARY_MARKER = "train_runtime"
+
+SCORE_LOG_HISTORY = 95
+# Above a JSON-lines sniff (70): a minified trainer_state.json is one object on one line.
+SCORE_FILE_NAME = 75
+# A pretty-printed JSON document that is not JSON Lines: only this reader can say clearly
+# what is wrong with it ("no log_history").
+SCORE_JSON_DOCUMENT = 20
+
+# Top-level keys worth keeping for reports (scalars only).
+STATE_FACTS = (
+    "global_step",
+    "max_steps",
+    "num_train_epochs",
+    "epoch",
+    "logging_steps",
+    "eval_steps",
+    "save_steps",
+    "train_batch_size",
+    "best_metric",
+    "best_global_step",
+    "best_model_checkpoint",
+    "total_flos",
+)
+
+
+def hf_spelling(raw_name: str) -> str:
+    """`eval_loss` -> `eval/loss` (then normalised); other keys unchanged."""
+    if raw_name.startswith(EVAL_PREFIX):
+        return "eval/" + raw_name[len(EVAL_PREFIX) :]
+    return raw_name
+
+
+def is_summary_entry(entry: dict[str, Any]) -> bool:
+    """The entry `Trainer.train()` appends at the end: runtime and the run-average loss.
+
+    Old transformers wrote a summary with only `total_flos` (no loss, no eval keys).
+    """
+    if SUMMARY_MARKER in entry:
+        return True
+    return (
+        "total_flos" in entry
+        and "loss" not in entry
+        and not any(key.startswith(EVAL_PREFIX) for key in entry)
+    )
+
+
+def _entry_step(entry: dict[str, Any]) -> int | None:
+    step = entry.get(STEP_KEY)
+    if isinstance(step, bool):
+        return None
+    if isinstance(step, int):
+        return step
+    if isinstance(step, float) and step.is_integer() and abs(step) < 2**62:
+        return int(step)
+    return None
+
+
+def _locate(folder: Path) -> tuple[Path, str | None] | None:
+    direct = folder / STATE_FILE
+    if direct.is_file():
+        return direct, None
+    found = latest_numbered_file(folder, CHECKPOINT_PREFIX, STATE_FILE)
+    if found is None:
+        return None
+    file, count = found
+    note = f"read {file.parent.name}/{STATE_FILE}"
+    if count > 1:
+        note += f", the latest of {count} checkpoints"
+    return file, note
+
+
+def _scalar_facts(state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: state[key]
+        for key in STATE_FACTS
+        if key in state and (state[key] is None or isinstance(state[key], str | int | float))
+    }
+
+
+class HfTrainerStateReader:
+    """Hugging Face trainer_state.json (see the module docstring)."""
+
+    name = "hf"
+    description = "Hugging Face Trainer trainer_state.json (or an output/checkpoint folder)"
+
+    def sniff(self, path: Path, head: str) -> int:
+        if '"log_history"' in head:
+            return SCORE_LOG_HISTORY
+        if path.name.lower().endswith(STATE_FILE):
+            return SCORE_FILE_NAME
+        if head.lstrip("\ufeff \t\r\n").startswith("{"):
+            try:
+                parse_json(first_line(head))
+            except ValueError:
+                return SCORE_JSON_DOCUMENT
+        return 0
+
+    def find_in_folder(self, folder: Path) -> Path | None:
+        located = _locate(folder)
+        if located is None:
+            return None
+        file, note = located
+        return file if note is None else folder
+
+    def read(self, path: Path, options: ReadOptions) -> Run:
+        display = display_name(path, options.display_path)
+        builder = RunBuilder(self.name, display)
+        file = path
+        if path.is_dir():
+            located = _locate(path)
+            if located is None:
+                raise InputError(
+                    display, f"no {STATE_FILE} or {CHECKPOINT_PREFIX}*/{STATE_FILE} in this folder"
+                )
+            file, note = located
+            if note:
+                builder.note(note)
+            builder.meta["file"] = file.relative_to(path).as_posix()
+        state = self._load(file, display)
+        history = state["log_history"]
+        builder.meta["trainer_state"] = _scalar_facts(state)
+
+        entries = [entry for entry in history if isinstance(entry, dict)]
+        skipped_entries = len(history) - len(entries)
+        summaries: list[dict[str, Any]] = []
+        rows: list[tuple[int, bool, dict[str, Any]]] = []  # (step, is_eval, entry), file order
+        for entry in entries:
+            step = _entry_step(entry)
+            if step is None:
+                skipped_entries += 1
+            elif is_summary_entry(entry):
+                summaries.append(entry)
+            else:
+                rows.append((step, any(key.startswith(EVAL_PREFIX) for key in entry), entry))
+        train_steps = {step for step, is_eval, _ in rows if not is_eval}
+
+        records = RecordTableBuilder()
+        for step, is_eval, entry in rows:
+            row = dict(entry)
+            row[STEP_KEY] = step
+            if is_eval and step in train_steps:
+                row.pop(EPOCH_KEY, None)
+            records.add(row)
+
+        if skipped_entries:
+            builder.meta["skipped_entries"] = skipped_entries
+            builder.note(f"skipped {skipped_entries} log_history entries without a whole step")
+        if summaries:
+            builder.meta["summary"] = summaries[-1]
+            if len(summaries) > 1:
+                builder.note(
+                    f"log_history holds {len(summaries)} run summaries (a resumed run); "
+                    "the last is kept as the summary"
+                )
+        if records.row_count == 0:
+            facts = builder.meta["trainer_state"]
+            context = ", ".join(
+                f"{key} {facts[key]}" for key in ("logging_steps", "global_step") if key in facts
+            )
+            what = "only the run summary" if summaries else "no entries"
+            builder.note(
+                f"log_history holds {what}: no curve to analyse"
+                + (f" ({context})" if context else "")
+            )
+            builder.meta["step_column"] = STEP_KEY
+            return builder.build()
+        return table_to_run(
+            records.table(display),
+            builder,
+            name_for=lambda raw: canonical_name(raw, options.aliases, hf_spelling),
+            step=StepChoice(STEP_KEY),
+            require_metrics=False,
+        )
+
+    def _load(self, file: Path, display: str) -> dict[str, Any]:
+        try:
+            state = parse_json(read_text(file, display))
+        except ValueError as exc:
+            if hasattr(exc, "lineno") and hasattr(exc, "colno") and hasattr(exc, "msg"):
+                raise InputError(
+                    display,
+                    f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                ) from None
+            raise InputError(display, f"invalid JSON: {exc}") from None
+        if not isinstance(state, dict):
+            raise InputError(display, "not a trainer_state.json: the top level is not an object")
+        if "log_history" not in state:
+            raise InputError(display, "not a trainer_state.json: no log_history")
+        if not isinstance(state["log_history"], list):
+            raise InputError(display, "not a trainer_state.json: log_history is not a list")
+        return state
+
+
+READER = HfTrainerStateReader()

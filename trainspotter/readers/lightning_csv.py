@@ -1,0 +1,123 @@
+"""PyTorch Lightning `CSVLogger` logs: `metrics.csv` in `<save_dir>/<name>/version_N/`.
+
+The file has `epoch` and `step` columns plus one column per logged key, and each row holds
+only the keys logged together (step-level rows, epoch-level rows, validation rows), so the
+columns are sparse: an empty cell is "not logged at this step". Names follow Lightning's
+conventions: `X_step` / `X_epoch` are the per-step and per-epoch halves of a key logged with
+`on_step=True, on_epoch=True`. The per-step curve is the metric for training keys
+(`train_loss_step` -> `train/loss`, while `train_loss_epoch` stays its own metric); for
+validation keys the per-epoch value is (`val_loss_epoch` -> `eval/loss`), because a
+validation key logged per step carries the *validation batch index* in the `step` column
+(seen in the wild), so `val_loss_step` stays its own metric. `lr-<Optimizer>` from
+`LearningRateMonitor` becomes `lr`. Steps that go backwards are counted in
+`meta["backward_steps"]` and resolved by `Series.build`'s last-wins rule.
+
+A folder is accepted when it is a `version_N/` folder (holding `metrics.csv`), or holds
+`version_N/` folders, or a `lightning_logs/` folder of them: the highest N is read, with a
+note. `hparams.yaml` beside it is not read.
+
+Parsing is shared with the generic CSV reader (`_tabular.read_csv_table`, pandas' C parser).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainspotter.errors import InputError
+from trainspotter.model import Run
+from trainspotter.names import is_eval
+from trainspotter.readers._files import display_name, latest_numbered_file
+from trainspotter.readers._tabular import (
+    RunBuilder,
+    StepChoice,
+    canonical_name,
+    header_cells,
+    read_csv_table,
+    sniff_csv_layout,
+    table_to_run,
+)
+from trainspotter.readers.base import ReadOptions
+
+METRICS_FILE = "metrics.csv"
+VERSION_PREFIX = "version_"
+LOGS_FOLDER = "lightning_logs"
+SCORE = 80
+
+
+def lightning_spelling(raw_name: str) -> str:
+    """Drop the `_step`/`_epoch` suffix from the half that is the metric's curve."""
+    lowered = raw_name.lower()
+    if lowered.endswith("_step") and len(raw_name) > len("_step") and not is_eval(raw_name):
+        return raw_name[: -len("_step")]
+    if lowered.endswith("_epoch") and len(raw_name) > len("_epoch") and is_eval(raw_name):
+        return raw_name[: -len("_epoch")]
+    return raw_name
+
+
+def _locate(folder: Path) -> tuple[Path, str | None] | None:
+    """The metrics.csv to read in `folder`, and a note when a version was chosen."""
+    direct = folder / METRICS_FILE
+    if direct.is_file():
+        return direct, None
+    for parent in (folder, folder / LOGS_FOLDER):
+        found = latest_numbered_file(parent, VERSION_PREFIX, METRICS_FILE)
+        if found is not None:
+            file, count = found
+            relative = file.relative_to(folder).as_posix()
+            note = f"read {relative}" + (f", the latest of {count} versions" if count > 1 else "")
+            return file, note
+    return None
+
+
+class LightningReader:
+    """Lightning CSVLogger `metrics.csv` (see the module docstring)."""
+
+    name = "lightning"
+    description = "PyTorch Lightning CSVLogger metrics.csv (or a version_N/ folder)"
+
+    def sniff(self, path: Path, head: str) -> int:
+        if "\x00" in head:
+            return 0
+        layout = sniff_csv_layout(head)
+        if layout is None:
+            return 0
+        cells = {cell.lower() for cell in header_cells(layout)}
+        if {"epoch", "step"} <= cells:
+            return SCORE
+        if path.name.lower() == METRICS_FILE and "step" in cells:
+            return SCORE
+        return 0
+
+    def find_in_folder(self, folder: Path) -> Path | None:
+        located = _locate(folder)
+        if located is None:
+            return None
+        file, note = located
+        return file if note is None else folder
+
+    def read(self, path: Path, options: ReadOptions) -> Run:
+        display = display_name(path, options.display_path)
+        builder = RunBuilder(self.name, display)
+        file = path
+        if path.is_dir():
+            located = _locate(path)
+            if located is None:
+                raise InputError(
+                    display, "no metrics.csv, version_N/metrics.csv or lightning_logs/ here"
+                )
+            file, note = located
+            if note:
+                builder.note(note)
+            builder.meta["file"] = file.relative_to(path).as_posix()
+        table = read_csv_table(file, display)
+        names = {name.lower(): name for name in table.columns}
+        step = StepChoice(names["step"]) if "step" in names else None
+        return table_to_run(
+            table,
+            builder,
+            name_for=lambda raw: canonical_name(raw, options.aliases, lightning_spelling),
+            step=step,
+        )
+
+
+READER = LightningReader()
