@@ -887,7 +887,9 @@ def missing_warmup_truth(result: RunResult) -> Truth:
             },
             {
                 "kind": "early_loss_blowup",
-                "detector": "spikes",
+                # Two logged points precede it, so no trailing baseline exists to call it a
+                # spike; the missing-warmup finding is the one that names this instability.
+                "detector": "lr_schedule",
                 "metric": "train/loss",
                 "step": peak_step,
                 "step_range": [1, 50],

@@ -100,3 +100,45 @@ def sgdr(
 def every(n_steps: int, interval: int, start: int = 0) -> npt.NDArray[np.int64]:
     """Logged steps for a logging interval (1 = per-step logging, 50-500 = coarse)."""
     return np.arange(start, n_steps, interval, dtype=np.int64)
+
+
+def healthy_noisy_run(seed: int) -> Run:
+    """A healthy run with everything varied by `seed`: length (300-20,000 steps), logging
+    interval (1-200), multiplicative noise (1-10%), start level and floor, decay speed and
+    LR schedule (cosine, linear, step, warm restarts, constant), plus a coarse eval loss
+    and a grad norm. For false-alarm rates: no detector should warn on it."""
+    rng = np.random.default_rng(1000 + seed)
+    n_steps = int(rng.choice([300, 1000, 5000, 20000]))
+    interval = int(rng.choice([1, 5, 10, 50, 200]))
+    steps = every(n_steps, interval, start=int(rng.integers(0, 2)))
+    if steps.size < 15:
+        steps = every(n_steps, max(1, n_steps // 60))
+    noise = float(rng.choice([0.01, 0.03, 0.06, 0.1]))
+    start = float(rng.uniform(1.0, 11.0))
+    floor = start * float(rng.uniform(0.05, 0.6))
+    tau = float(steps[-1] - steps[0]) * float(rng.uniform(0.1, 0.5))
+    loss = decaying_loss(steps, start=start, floor=floor, tau=tau, noise=noise, seed=seed)
+    schedule = str(rng.choice(["cosine", "linear", "step", "sgdr", "constant"]))
+    if schedule == "cosine":
+        lr = warmup_cosine(steps, warmup=max(1, n_steps // 20))
+    elif schedule == "linear":
+        lr = linear_decay(steps, warmup=n_steps // 20)
+    elif schedule == "step":
+        lr = step_decay(steps, every=max(1, n_steps // 3))
+    elif schedule == "sgdr":
+        lr = sgdr(steps, period=max(2, n_steps // 4))
+    else:
+        lr = np.full(steps.size, 1e-3)
+    eval_steps = steps[:: max(1, steps.size // 20)]
+    eval_loss = decaying_loss(
+        eval_steps, start=start * 1.05, floor=floor * 1.2, tau=tau, noise=noise / 2, seed=seed + 7
+    )
+    grad_norm = np.exp(rng.normal(0.0, 0.2, steps.size))
+    return make_run(
+        {
+            "train/loss": (steps, loss),
+            "eval/loss": (eval_steps, eval_loss),
+            "lr": (steps, lr),
+            "grad_norm": (steps, grad_norm),
+        }
+    )

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from synth import make_run
+
 from trainspotter import analysis
 from trainspotter.analysis import AnalysisSettings, analyze
 from trainspotter.model import Finding, Run, Severity
@@ -56,7 +56,12 @@ def test_errors_first_then_chronological(monkeypatch: pytest.MonkeyPatch, run: R
         _Planted("divergence", [_finding("divergence", Severity.ERROR, 800, 999)]),
     )
     result = analyze(run)
-    assert [f.detector for f in result.findings] == ["divergence", "throughput", "spikes", "plateau"]
+    assert [f.detector for f in result.findings] == [
+        "divergence",
+        "throughput",
+        "spikes",
+        "plateau",
+    ]
     assert [f.id for f in result.findings] == ["F1", "F2", "F3", "F4"]
     assert result.worst is Severity.ERROR
     assert result.counts() == {"error": 1, "warning": 2, "info": 1}
@@ -92,17 +97,13 @@ def test_distant_findings_are_not_linked(monkeypatch: pytest.MonkeyPatch, run: R
     assert analyze(run).chains == []
 
 
-def test_settings_disable_and_override_severity(
-    monkeypatch: pytest.MonkeyPatch, run: Run
-) -> None:
+def test_settings_disable_and_override_severity(monkeypatch: pytest.MonkeyPatch, run: Run) -> None:
     _install(
         monkeypatch,
         _Planted("spikes", [_finding("spikes", Severity.WARNING, 100, 101)]),
         _Planted("plateau", [_finding("plateau", Severity.WARNING, 300, 400)]),
     )
-    settings = AnalysisSettings(
-        enabled=frozenset({"spikes"}), severity={"spikes": Severity.ERROR}
-    )
+    settings = AnalysisSettings(enabled=frozenset({"spikes"}), severity={"spikes": Severity.ERROR})
     result = analyze(run, settings)
     assert result.detectors_run == ["spikes"]
     assert [(f.detector, f.severity) for f in result.findings] == [("spikes", Severity.ERROR)]

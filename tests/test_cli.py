@@ -43,7 +43,7 @@ def test_bad_input_is_one_line_exit_2(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    code, out, err = _run(capsys, "analyze", str(path))
+    code, _, err = _run(capsys, "analyze", str(path))
     assert code == 2
     _assert_one_line_error(err, str(path), fragment)
     assert path.read_bytes() == content, "the input must never be modified"

@@ -52,3 +52,10 @@ def test_severity_order_and_parse() -> None:
     assert Severity.parse(" Warning ") is Severity.WARNING
     with pytest.raises(ValueError):
         Severity.parse("fatal")
+
+
+def test_build_does_not_freeze_the_callers_arrays() -> None:
+    steps, values = np.arange(3), np.ones(3)
+    Series.build(steps, values)
+    values[0] = 2.0
+    steps[0] = -1

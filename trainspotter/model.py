@@ -71,12 +71,13 @@ class Series:
     ) -> tuple[Series, int]:
         """Sort by step (stable) and resolve duplicate steps; return the series and how
         many duplicate points were dropped. Inputs are in file order."""
-        step_arr = np.asarray(steps, dtype=np.int64)
-        value_arr = np.asarray(values, dtype=np.float64)
+        # Copies: the arrays are frozen below, and the caller's own arrays must stay writable.
+        step_arr = np.array(steps, dtype=np.int64)
+        value_arr = np.array(values, dtype=np.float64)
         if wall_time is None:
             wall_arr = np.full(step_arr.shape, np.nan, dtype=np.float64)
         else:
-            wall_arr = np.asarray(wall_time, dtype=np.float64)
+            wall_arr = np.array(wall_time, dtype=np.float64)
         if not (step_arr.shape == value_arr.shape == wall_arr.shape) or step_arr.ndim != 1:
             raise ValueError("steps, values and wall_time must be 1-D arrays of one length")
         n = len(step_arr)

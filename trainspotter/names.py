@@ -113,8 +113,14 @@ def normalize(name: str, aliases: Mapping[str, str] | None = None) -> str:
 
 
 def is_loss_like(name: str) -> bool:
-    """True for the canonical losses and for any other metric whose name says loss."""
-    return name in (TRAIN_LOSS, EVAL_LOSS) or "loss" in name.lower()
+    """True for the canonical losses and for any other metric whose name says loss.
+
+    `loss_scale` (fp16 loss scalers, DeepSpeed) says loss but is a multiplier, not a loss.
+    """
+    lowered = name.lower()
+    if name in (TRAIN_LOSS, EVAL_LOSS):
+        return True
+    return "loss" in lowered and "scale" not in lowered
 
 
 def is_eval(name: str) -> bool:

@@ -1,0 +1,176 @@
+"""spikes: planted jumps are found at their step, clean curves stay silent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from synth import decaying_loss, every, healthy_noisy_run, make_run, warmup_cosine
+
+from trainspotter.detectors.spikes import DETECTOR, SpikesParams
+from trainspotter.model import Finding, Run, Series, Severity
+
+PARAMS = SpikesParams()
+
+
+def _detect(run: Run) -> list[Finding]:
+    return DETECTOR.detect(run, PARAMS)
+
+
+def _loss_run(steps: np.ndarray, values: np.ndarray, name: str = "train/loss") -> Run:
+    return make_run({name: (steps, values), "lr": (steps, warmup_cosine(steps))})
+
+
+@pytest.mark.parametrize(("interval", "seed"), [(1, 0), (1, 3), (10, 1), (50, 2), (200, 4)])
+def test_planted_spike_is_found_at_its_step_and_recovers(interval: int, seed: int) -> None:
+    steps = every(60_000 if interval == 200 else 5000, interval)
+    loss = decaying_loss(steps, seed=seed)
+    k = steps.size * 3 // 5
+    loss[k] *= 4.0
+    found = _detect(_loss_run(steps, loss))
+    assert len(found) == 1, found
+    f = found[0]
+    # Tolerance: exactly the planted logged step.
+    assert f.step_start == f.step_end == int(steps[k])
+    assert f.severity is Severity.WARNING
+    assert f.evidence["recovered"] == "yes"
+    # Against a trailing median that lags a decaying curve: a little under the planted 4x.
+    assert 2.5 <= float(f.evidence["ratio_to_baseline"]) <= 4.5
+    assert "4" in f.message and f.fixes
+
+
+def test_a_jump_that_stays_up_is_an_error() -> None:
+    steps = every(3000, 1)
+    loss = decaying_loss(steps, seed=5)
+    loss[2000:] *= 3.0
+    found = _detect(_loss_run(steps, loss))
+    assert [f.severity for f in found] == [Severity.ERROR]
+    assert found[0].step_start == 2000
+    assert found[0].evidence["recovered"] == "no"
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_scale_does_not_matter(scale: float) -> None:
+    steps = every(2000, 1)
+    loss = decaying_loss(steps, seed=7) * scale
+    loss[1500] *= 3.0
+    found = _detect(_loss_run(steps, loss))
+    assert [f.step_start for f in found] == [1500]
+
+
+def test_curves_with_negative_values_use_a_linear_scale() -> None:
+    steps = every(2000, 1)
+    loss = decaying_loss(steps, seed=8) - 1.0  # crosses zero: an ELBO-like loss
+    loss[1200] += 5.0
+    found = _detect(_loss_run(steps, loss))
+    assert [f.step_start for f in found] == [1200]
+
+
+def test_sparse_eval_loss_spike_is_found() -> None:
+    steps = every(2000, 100)  # 20 evaluations
+    loss = decaying_loss(steps, seed=9, noise=0.01)
+    loss[14] *= 2.5
+    found = _detect(make_run({"eval/loss": (steps, loss)}))
+    assert [(f.metric, f.step_start) for f in found] == [("eval/loss", int(steps[14]))]
+    assert "eval" in found[0].fixes[0].lower()
+
+
+def test_small_wiggle_on_a_very_smooth_curve_is_not_a_spike() -> None:
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, noise=0.0)
+    loss[600] *= 1.2  # huge z (no noise at all), but only 20%: below min_ratio
+    assert _detect(_loss_run(steps, loss)) == []
+
+
+def test_values_rounded_to_the_logging_resolution_are_not_spikes() -> None:
+    # Old transformers round the logged loss to 4 decimals: 0.0003 -> 0.0008 is rounding.
+    steps = every(4000, 25)
+    rng = np.random.default_rng(0)
+    loss = np.round(np.full(steps.size, 0.0003) + rng.choice([0, 0, 0, 1e-4], steps.size), 4)
+    loss[100] = 0.0008
+    assert _detect(_loss_run(steps, loss)) == []
+
+
+def test_a_climbing_curve_is_not_a_series_of_spikes() -> None:
+    steps = every(400, 1)
+    loss = np.concatenate([np.full(100, 0.12), np.linspace(0.12, 0.32, 200), np.full(100, 0.31)])
+    loss = loss * np.exp(np.random.default_rng(1).normal(0, 0.01, loss.size))
+    assert _detect(_loss_run(steps, loss)) == []
+
+
+def test_spike_in_the_last_point_is_a_warning_with_unknown_recovery() -> None:
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, seed=11)
+    loss[-1] *= 5.0
+    (f,) = _detect(_loss_run(steps, loss))
+    assert f.severity is Severity.WARNING and f.evidence["recovered"] == "unknown"
+
+
+def test_a_spike_followed_by_nan_did_not_recover() -> None:
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, seed=12)
+    loss[-3] *= 50.0
+    loss[-2:] = np.nan
+    (f,) = _detect(_loss_run(steps, loss))
+    assert f.severity is Severity.ERROR
+
+
+def test_nan_gaps_and_duplicate_steps_are_tolerated() -> None:
+    steps = every(3000, 1)
+    loss = decaying_loss(steps, seed=13)
+    loss[::97] = np.nan
+    loss[2000] *= 4.0
+    dup_steps = np.concatenate([steps, steps[1000:1100]])  # a resumed run re-logs 100 steps
+    dup_values = np.concatenate([loss, loss[1000:1100]])
+    series, dropped = Series.build(dup_steps, dup_values)
+    assert dropped == 100
+    run = Run(metrics={"train/loss": series}, source_format="t", source_path="t")
+    assert [f.step_start for f in _detect(run)] == [2000]
+
+
+def test_many_spikes_report_the_first_and_the_largest() -> None:
+    steps = every(10_000, 1)
+    loss = decaying_loss(steps, seed=14)
+    planted = list(range(500, 9500, 900))  # 10 spikes
+    for i, k in enumerate(planted):
+        loss[k] *= 3.0 + i
+    found = _detect(_loss_run(steps, loss))
+    assert len(found) == PARAMS.max_findings_per_metric
+    starts = [f.step_start for f in found]
+    assert starts[0] == planted[0] and planted[-1] in starts
+    assert all(f.evidence["spike_episodes_in_metric"] == len(planted) for f in found)
+
+
+def test_short_runs_abstain() -> None:
+    steps = every(10, 1)
+    loss = decaying_loss(steps)
+    loss[8] *= 10
+    assert _detect(_loss_run(steps, loss)) == []
+
+
+def test_false_alarm_rate_on_healthy_noisy_runs() -> None:
+    # Measured: 0 of 200 seeds warn (200/200 = 100% silent).
+    loud = sum(
+        any(f.severity >= Severity.WARNING for f in _detect(healthy_noisy_run(seed)))
+        for seed in range(200)
+    )
+    assert (200 - loud) / 200 >= 0.99, loud
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True, width=64),
+            st.floats(min_value=-1e6, max_value=1e6),
+        ),
+        min_size=0,
+        max_size=80,
+    )
+)
+def test_never_crashes(values: list[float]) -> None:
+    steps = np.arange(len(values))
+    run = make_run({"train/loss": (steps, np.array(values, dtype=float))})
+    for f in _detect(run):
+        assert f.step_start <= f.step_end

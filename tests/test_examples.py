@@ -1,0 +1,99 @@
+"""The real example runs: healthy ones are silent, sick ones are caught at the right steps.
+
+Ground truth comes from examples/expected.json, which examples/generate.py wrote from what
+it did to each training run (the step it jumped the LR, the batch it corrupted, the first
+non-finite loss it measured), never from a detector's output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainspotter.analysis import Analysis, analyze
+from trainspotter.model import Finding, Severity
+from trainspotter.readers import read_log
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
+RUNS = {name: spec for name, spec in EXPECTED.items() if isinstance(spec, dict)}
+
+_CACHE: dict[Path, Analysis] = {}
+
+
+def _analysis(path: Path) -> Analysis:
+    if path not in _CACHE:
+        _CACHE[path] = analyze(read_log(path))
+    return _CACHE[path]
+
+
+def _cases(silent: bool) -> list[tuple[str, str]]:
+    return [
+        (name, file)
+        for name, spec in RUNS.items()
+        if bool(spec.get("must_be_silent")) == silent
+        for file in spec["files"]
+    ]
+
+
+def _describe(findings: list[Finding]) -> str:
+    return "; ".join(
+        f"{f.severity.label} {f.detector} {f.metric} {f.step_start}-{f.step_end}: {f.title}"
+        for f in findings
+    )
+
+
+@pytest.mark.parametrize(("run", "file"), _cases(silent=True))
+def test_healthy_examples_give_no_warning_or_error(run: str, file: str) -> None:
+    result = _analysis(EXAMPLES / run / file)
+    loud = [f for f in result.findings if f.severity >= Severity.WARNING]
+    assert not loud, _describe(loud)
+
+
+def _expected_range(pathology: dict[str, Any]) -> tuple[int, int]:
+    if "step_range" in pathology:
+        lo, hi = pathology["step_range"]
+        return int(lo), int(hi)
+    for key in ("step", "first_step", "best_step"):
+        if pathology.get(key) is not None:
+            return int(pathology[key]), int(pathology[key])
+    raise AssertionError(f"no step in {pathology}")
+
+
+def _pathology_cases() -> list[tuple[str, str, int]]:
+    cases = []
+    for name, spec in RUNS.items():
+        if spec.get("must_be_silent"):
+            continue
+        for index, pathology in enumerate(spec["pathologies"]):
+            visible = pathology.get("visible_in", spec["files"])
+            cases.extend((name, file, index) for file in visible)
+    return cases
+
+
+@pytest.mark.parametrize(("run", "file", "index"), _pathology_cases())
+def test_pathological_examples_are_caught_at_the_right_steps(
+    run: str, file: str, index: int
+) -> None:
+    pathology = RUNS[run]["pathologies"][index]
+    result = _analysis(EXAMPLES / run / file)
+    lo, hi = _expected_range(pathology)
+    span = int(RUNS[run].get("steps", hi))
+    # Tolerance: a finding may start a few logged points early or late (windows, coarse
+    # logging), never far from where the generator put the cause.
+    tolerance = max(5, round(0.03 * span))
+    matches = [
+        f
+        for f in result.findings
+        if f.detector == pathology["detector"]
+        and f.severity >= Severity.INFO
+        and f.step_start <= hi + tolerance
+        and f.step_end >= lo - tolerance
+    ]
+    assert matches, (
+        f"{run}/{file}: expected {pathology['detector']} near steps {lo}-{hi} "
+        f"({pathology['kind']}); got: {_describe(result.findings) or 'nothing'}"
+    )

@@ -1,0 +1,223 @@
+"""loss_floor: a training loss implausibly low very early (a heuristic, and labelled one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainspotter.detectors import stats
+from trainspotter.model import Finding, Run, Severity
+from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
+
+
+@dataclass(frozen=True)
+class LossFloorParams:
+    """Parameters of the loss_floor detector (defaults explained in `LossFloorDetector`)."""
+
+    early_fraction: float = 0.05
+    """"Very early": the first 5% of the logged span (and at least the first 3 points)."""
+    min_early_points: int = 3
+    """The early window holds at least this many logged points after the first."""
+    min_points: int = 8
+    """Abstain on a loss with fewer finite points than this."""
+    abs_floor: float = 1e-3
+    """Rule A: an early loss at or below this..."""
+    min_start_level: float = 0.1
+    """...when the loss started at or above this (a cross-entropy-scale loss)."""
+    min_drop: float = 0.999
+    """Rule B: an early loss that fell by this fraction of its starting level..."""
+    drop_ceiling: float = 0.01
+    """...to at most this absolute value."""
+
+
+class LossFloorDetector:
+    """A heuristic, not a statistical test: flags a training loss that is implausibly low
+    very early in the run, the usual sign of label leakage or a bug in the loss.
+
+    No distribution-free test can say a loss is "too low" without knowing the task, so
+    this is a rule of thumb about cross-entropy-scale losses, and its title and message
+    say so.
+
+    **Algorithm.** On the run's `train/loss` (or, without it, each non-eval loss), finite
+    points only, at least `min_points` (8), else abstain:
+    1. The start level is the first logged value or the median of the first 3 points,
+       whichever is larger (a loss that collapses within two logged points still has its
+       true start; a low first minibatch does not hide it).
+    2. The early window is the first `early_fraction` (5%) of the logged span, and at least
+       the first `min_early_points` (3) points after the start. Its low is the minimum of
+       a 3-point rolling median: a single lucky minibatch does not count.
+    3. Flag when the early low is
+       - (A) at or below `abs_floor` (1e-3) while the start level was at least
+         `min_start_level` (0.1): a cross-entropy of 1e-3 means the model gives the right
+         answer probability 0.999 on average, within the first 5% of training; or
+       - (B) at least a `min_drop` (99.9%, a thousand-fold) drop from the start level to
+         at most `drop_ceiling` (0.01): e.g. a language model going from 10 to 0.01.
+    4. Otherwise, at any point of the run: flag when (C) the train loss (3-point median)
+       and an eval loss both reach `abs_floor` (1e-3), from a start of at least
+       `min_start_level`. Memorising the training set drives the train loss to ~0 but not
+       the loss on held-out data; a leak in the features (or eval samples that are also
+       training samples) drives both.
+    One finding per loss (warning): for A/B from the first step to the step where the low
+    was reached; for C from the first step below the floor to the end.
+
+    **Defaults and why.** 5% of the run: real tasks take a good part of a run to fit
+    their training set; a leak shows in the first few hundred steps. 1e-3 and the 0.1
+    start: an honest cross-entropy starts near ln(classes) (0.69 and up) and rarely gets
+    within a factor 1000 of zero that fast. The thousand-fold rule with a 0.01 ceiling
+    catches large-vocabulary losses without catching a regression loss that merely falls
+    from a huge initial value (1e4 -> 10).
+
+    **False-positive modes.** Regression losses on tiny scales (an MSE of targets in
+    1e-3 units starts below `min_start_level`, so rule A skips it; but one that starts
+    at 0.5 and reaches 1e-3 fast is flagged). A pretrained model fine-tuned on easy or
+    near-duplicate data can really reach ~0 within a few percent of the run. Synthetic
+    toy tasks (memorising a handful of samples) do too. In those cases silence this
+    detector in the config. A log that starts mid-run has its "early" part elsewhere.
+    """
+
+    name = "loss_floor"
+    summary = "Heuristic: train loss implausibly low early, or train and eval both ~0 (leakage?)."
+    Params = LossFloorParams
+
+    def detect(self, run: Run, params: LossFloorParams) -> list[Finding]:
+        """At most one finding per training loss."""
+        if TRAIN_LOSS in run.metrics:
+            names = [TRAIN_LOSS]
+        else:
+            names = [n for n in run.metrics if is_loss_like(n) and not is_eval(n)]
+        eval_losses = [n for n in run.metrics if is_loss_like(n) and is_eval(n)]
+        findings = []
+        for name in names:
+            finding = _check_early(run, name, params) or _check_held_out(
+                run, name, eval_losses, params
+            )
+            if finding is not None:
+                findings.append(finding)
+        return findings
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None:
+    series = run.metrics[name]
+    x, y = stats.finite_xy(series.steps, series.values)
+    if y.size < params.min_points:
+        return None
+    start_level = max(float(y[0]), float(np.median(y[:3])))
+    cutoff = x[0] + params.early_fraction * (x[-1] - x[0])
+    n_early = max(int(np.searchsorted(x, cutoff, side="right")), params.min_early_points + 1)
+    smooth = stats.rolling_median(y[: n_early + 1], 3, center=True)[:n_early]
+    low_index = int(np.argmin(smooth))
+    low = float(smooth[low_index])
+    rule_a = low <= params.abs_floor and start_level >= params.min_start_level
+    drop = 1.0 - low / start_level if start_level > 0 else 0.0
+    rule_b = drop >= params.min_drop and low <= params.drop_ceiling
+    if not (rule_a or rule_b):
+        return None
+    low_step = int(x[low_index])
+    share = 100 * stats.span_fraction(x, low_step)
+    rule = (
+        f"at or below {_fmt(params.abs_floor)} from a start of {_fmt(start_level)}"
+        if rule_a
+        else f"a {_fmt(100 * drop)}% drop from {_fmt(start_level)}"
+    )
+    message = (
+        f"Heuristic: {name} reached {_fmt(low)} (3-point median) by step {low_step}, "
+        f"{_fmt(share)}% into the run ({rule}). An honest cross-entropy-scale loss rarely "
+        "gets this low this early; label leakage or a loss bug usually does. Check before "
+        "trusting the run; if the task really is that easy, silence loss_floor in the config."
+    )
+    return Finding(
+        detector="loss_floor",
+        title=f"Heuristic: {name} implausibly low early ({_fmt(low)} by step {low_step})",
+        severity=Severity.WARNING,
+        metric=name,
+        step_start=int(x[0]),
+        step_end=low_step,
+        message=message,
+        evidence={
+            "start_level": start_level,
+            "early_low": low,
+            "early_low_step": low_step,
+            "fraction_of_run": round(share / 100, 4),
+            "drop_fraction": drop,
+            "rule": "absolute floor" if rule_a else "thousand-fold drop",
+            "final_level": float(np.median(y[-3:])),
+        },
+        fixes=_FIXES,
+    )
+
+
+def _check_held_out(
+    run: Run, name: str, eval_losses: list[str], params: LossFloorParams
+) -> Finding | None:
+    """Rule C: train and eval loss both at or below `abs_floor`, from a cross-entropy-scale
+    start. Memorising the training set drives the train loss to ~0 but not the eval loss;
+    a leak in the features does both."""
+    x, y = stats.finite_xy(run.metrics[name].steps, run.metrics[name].values)
+    if y.size < params.min_points or not eval_losses:
+        return None
+    start_level = max(float(y[0]), float(np.median(y[:3])))
+    if start_level < params.min_start_level:
+        return None
+    smooth = stats.rolling_median(y, 3, center=True)
+    below = np.flatnonzero(smooth <= params.abs_floor)
+    if below.size == 0:
+        return None
+    best: tuple[float, int, str] | None = None
+    for eval_name in eval_losses:
+        ex, ey = stats.finite_xy(run.metrics[eval_name].steps, run.metrics[eval_name].values)
+        if ey.size and float(ey.min()) <= params.abs_floor:
+            i = int(np.argmin(ey))
+            if best is None or float(ey[i]) < best[0]:
+                best = (float(ey[i]), int(ex[i]), eval_name)
+    if best is None:
+        return None
+    eval_low, eval_step, eval_name = best
+    first_low = int(x[below[0]])
+    train_low = float(smooth.min())
+    message = (
+        f"Heuristic: {name} fell to {_fmt(train_low)} (3-point median; at or below "
+        f"{_fmt(params.abs_floor)} from step {first_low}) and {eval_name} to "
+        f"{_fmt(eval_low)} at step {eval_step}, from a start of {_fmt(start_level)}. "
+        "Memorising the training set drives the train loss to ~0 but not the loss on "
+        "held-out data; both this low is the signature of label leakage (a feature that "
+        "encodes the target, or eval samples that are also in the training set). If the "
+        "task really is that easy, silence loss_floor in the config."
+    )
+    return Finding(
+        detector="loss_floor",
+        title=f"Heuristic: {name} and {eval_name} implausibly low (label leakage?)",
+        severity=Severity.WARNING,
+        metric=name,
+        step_start=first_low,
+        step_end=int(x[-1]),
+        message=message,
+        evidence={
+            "start_level": start_level,
+            "train_low": train_low,
+            "train_first_step_below_floor": first_low,
+            "eval_metric": eval_name,
+            "eval_low": eval_low,
+            "eval_low_step": eval_step,
+            "rule": "train and eval below the floor",
+        },
+        fixes=_FIXES,
+    )
+
+
+_FIXES = (
+    "Look for label leakage: the target, or a feature computed from it, among the inputs; "
+    "duplicates shared by the train and eval sets.",
+    "Check the loss code: labels all masked out (e.g. -100) so the loss averages over "
+    "nothing, a reduction dividing by the wrong count, the loss computed against the inputs "
+    "instead of the targets.",
+    "Evaluate on a held-out set built independently of the training pipeline: a leak shows "
+    "as an eval score too good to be true.",
+)
+
+
+DETECTOR = LossFloorDetector()

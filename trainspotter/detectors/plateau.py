@@ -1,0 +1,416 @@
+"""plateau: a training loss that stopped improving while far from converged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainspotter.detectors import stats
+from trainspotter.detectors.stats import FloatArray
+from trainspotter.model import Finding, Run, Severity
+from trainspotter.names import LR, TRAIN_LOSS, is_eval, is_loss_like
+
+SMOOTH_FRACTION = 0.1
+"""The smoothing window, as a fraction of the points: wide enough to shed minibatch noise."""
+
+
+@dataclass(frozen=True)
+class PlateauParams:
+    """Parameters of the plateau detector (defaults explained in `PlateauDetector`)."""
+
+    min_points: int = 12
+    """Abstain on a loss with fewer finite points than this."""
+    flat_tolerance: float = 0.1
+    """"Flat": the loss improves by no more than this fraction of its total improvement."""
+    min_flat_fraction: float = 0.25
+    """Report a flat tail that covers at least this fraction of the run (else: nothing)."""
+    stall_flat_fraction: float = 0.5
+    """A stall far from convergence must have been flat for this fraction of the run..."""
+    far_level_fraction: float = 0.75
+    """...at a level of at least this fraction of the starting loss."""
+    not_learning_drop: float = 0.1
+    """A loss that improved by less than this fraction of its starting level never learned."""
+    lr_zero_fraction: float = stats.LR_ZERO_FRACTION
+    """An LR below this fraction of its peak is ~0."""
+    lr_early_fraction: float = 0.3
+    """LR ~0 with at least this fraction of the run still to go is "too early"."""
+    lr_annealed_fraction: float = 0.1
+    """An LR below this fraction of its peak when the loss went flat was being annealed."""
+    alpha: float = 0.05
+    """Significance level of the "still falling" trend test on the flat stretch."""
+
+
+@dataclass(frozen=True)
+class _Plateau:
+    start_step: int
+    flat_fraction: float
+    start_level: float
+    flat_level: float
+    improvement: float
+    best_level: float
+    """The lowest smoothed level anywhere in the run."""
+    still_falling: bool
+
+
+class PlateauDetector:
+    """Finds a training loss that stopped improving while far from converged.
+
+    **What counts.** The curve is the run's `train/loss` (or, without it, each other
+    non-eval loss; or, without any, each eval loss). Component losses next to a
+    `train/loss` are left alone: a regulariser that settles is not a stalled run.
+
+    **Algorithm.**
+    1. Smooth (`stats.smooth_curve`: block medians, centred rolling median over 10% of
+       the points) so one batch or spike does not decide anything, in log10 space when
+       the loss is positive: a loss still going from 0.2 to 0.02 is improving tenfold,
+       however flat that looks next to a start at 2.5. Start level = highest smoothed
+       value in the first 10% of the points (a warmup bump counts); flat level = median
+       of the last 10%; improvement = start - flat (in log space: the ratio).
+    2. The flat tail starts at the first point after which the smoothed loss never again
+       exceeds the flat level by more than `flat_tolerance` (10%) of the improvement (or
+       twice the smoothed curve's residual wiggle, `stats.smoothing_error`, whichever is
+       larger): "from here on, less than a tenth of the total gain was still to come". A
+       reverse cumulative max makes this O(m). Its share of the logged span is the flat
+       fraction.
+    3. A flat tail shorter than `min_flat_fraction` (25%) of the run is not reported.
+    4. Far from converged, the cause, and the severity:
+       - *Not learning* (warning): never got `not_learning_drop` (10%) below its starting
+         level anywhere in the run, and no significant rising trend (that is the
+         divergence detector's).
+       - *LR decayed to ~0 too early* (warning): the LR (if logged) fell below
+         `lr_zero_fraction` (1%) of its peak with at least `lr_early_fraction` (30%) of
+         the run left, and the loss has been flat since about then. This is the classic
+         cause (a scheduler sized for fewer steps than the run) and the message says so.
+       - *Stalled* (warning): flat for at least `stall_flat_fraction` (50%) of the run, at
+         a level still at least `far_level_fraction` (75%) of where it started, with no
+         significant downward trend left (Mann-Kendall, `stats.trend_test`, p <
+         `alpha`), while the LR (if logged) was still above `lr_annealed_fraction` (10%)
+         of its peak when the loss went flat.
+       - Otherwise *converged* (info): the flat end of the run; when the LR was annealed
+         on purpose (cosine/linear/step down to the end), the message says the plateau is
+         that schedule's doing. The flat tail of a healthy cosine run is at most this.
+    "Far from converged" is therefore defined by the curve itself (it kept three quarters
+    of its starting loss, or never lost 10% of it) or by a cause that stops learning (the LR at
+    ~0 long before the end): the detector cannot know the best achievable loss.
+
+    **Defaults and why.** 10% of the improvement is what an exponential approach has left
+    after 2.3 time constants: the loss is "done" by the curve's own scale, and a long
+    creep that adds a few percent (a physics-informed loss crawling from 0.321 to 0.317
+    over 85% of its run) still counts as flat. 25% of the run flat is a quarter of the
+    compute spent without progress, worth an info line; 50% flat at 75% of the starting
+    level for a warning keeps slow, healthy convergence out (noisy synthetic curves with
+    floors up to 60% of the start: 1 warning in 500 runs). 1% of the peak LR and 30% of
+    the run left match the lr_schedule detector's "~0 long before the end" (a step schedule's
+    last tenfold drop, or a cosine tail, stays out). 10% for "not learning": minibatch
+    noise of a flat loss is rarely smaller than that in start/end medians.
+    Abstains below `min_points` (12) points.
+
+    **False-positive modes.** A pretrained model fine-tuned on easy data converges within
+    the first part of the run and then stays flat well above zero: "stalled" by this
+    definition (the message states the numbers so you can judge; silence it in the config
+    if it is expected). A loss whose floor is high by nature (noisy labels, a very hard
+    task, a contrastive loss with many negatives) has the same shape. A log that starts
+    mid-run (resumed from a checkpoint) has no early drop to compare with and can look
+    like "not learning".
+    """
+
+    name = "plateau"
+    summary = "A loss that stopped improving far from convergence (warning) or converged (info)."
+    Params = PlateauParams
+
+    def detect(self, run: Run, params: PlateauParams) -> list[Finding]:
+        """At most one finding per watched loss: the run's flat tail, judged."""
+        findings: list[Finding] = []
+        for name in _watched_losses(run):
+            finding = _judge(run, name, params)
+            if finding is not None:
+                findings.append(finding)
+        return findings
+
+
+def _watched_losses(run: Run) -> list[str]:
+    if TRAIN_LOSS in run.metrics:
+        return [TRAIN_LOSS]
+    losses = [n for n in run.metrics if is_loss_like(n)]
+    train = [n for n in losses if not is_eval(n)]
+    return train or losses
+
+
+def _units(value: float, in_log: bool) -> float:
+    return float(10.0**value) if in_log else value
+
+
+def _find_plateau(x: FloatArray, y: FloatArray, params: PlateauParams) -> _Plateau | None:
+    # In log space for positive losses: a loss still falling from 0.2 to 0.02 is improving
+    # (tenfold), however flat that looks next to a start at 2.5.
+    t, in_log = stats.log_if_positive(y)
+    xs, ts = stats.smooth_curve(x, t, window_fraction=SMOOTH_FRACTION)
+    m = ts.size
+    if m < 3:
+        return None
+    head = max(1, m // 10)
+    # The raw first points too: a wide smoothing window would blur a drop that happens
+    # within the first few percent of the run.
+    start_t = max(float(np.max(ts[:head])), float(np.median(t[:5])))
+    flat_t = float(np.median(ts[-head:]))
+    gain = start_t - flat_t
+    tolerance = max(
+        params.flat_tolerance * max(gain, 0.0), 2.0 * stats.smoothing_error(t, SMOOTH_FRACTION)
+    )
+    suffix_max = np.maximum.accumulate(ts[::-1])[::-1]
+    within = suffix_max - flat_t <= tolerance
+    # No flat stretch at all (the smoothed end itself is off the final level): length 0.
+    start_step = int(xs[int(np.argmax(within))]) if bool(within[-1]) else int(x[-1])
+    flat = x >= start_step
+    trend = stats.trend_test(x[flat], y[flat])
+    still_falling = trend is not None and trend.z < 0 and trend.p_value < params.alpha
+    start_level, flat_level = _units(start_t, in_log), _units(flat_t, in_log)
+    return _Plateau(
+        start_step=start_step,
+        flat_fraction=1.0 - stats.span_fraction(x, start_step),
+        start_level=start_level,
+        flat_level=flat_level,
+        improvement=start_level - flat_level,
+        best_level=_units(float(np.min(ts)), in_log),
+        still_falling=still_falling,
+    )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the verdicts need about one loss and the run's LR."""
+
+    name: str
+    first: int
+    last: int
+    plateau: _Plateau
+    start_abs: float
+    lr_x: FloatArray
+    lr_y: FloatArray
+
+    @property
+    def has_lr(self) -> bool:
+        return self.lr_y.size >= 2 and float(self.lr_y.max()) > 0
+
+    @property
+    def peak_lr(self) -> float:
+        return float(self.lr_y.max()) if self.has_lr else float("nan")
+
+    def lr_at(self, step: float) -> float:
+        """The last logged LR at or before `step` (the first one before any is logged)."""
+        i = int(np.searchsorted(self.lr_x, step, side="right")) - 1
+        return float(self.lr_y[max(i, 0)])
+
+    @property
+    def flat_text(self) -> str:
+        p = self.plateau
+        return (
+            f"{self.name} has been flat at about {_fmt(p.flat_level)} since step "
+            f"{p.start_step}, the last {_fmt(100 * p.flat_fraction)}% of the run (steps "
+            f"{p.start_step}-{self.last})"
+        )
+
+
+_Verdict = tuple[Severity, str, str, tuple[str, ...], int]
+"""severity, title, message, fixes, first step of the finding."""
+
+
+def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
+    series = run.metrics[name]
+    x, y = stats.finite_xy(series.steps, series.values)
+    if y.size < params.min_points:
+        return None
+    plateau = _find_plateau(x, y, params)
+    if plateau is None:
+        return None
+    lr = run.metrics.get(LR)
+    lr_x, lr_y = stats.finite_xy(lr.steps, lr.values) if lr is not None else (x[:0], y[:0])
+    ctx = _Context(
+        name=name,
+        first=int(x[0]),
+        last=int(x[-1]),
+        plateau=plateau,
+        start_abs=abs(plateau.start_level) or stats.level_scale(y),
+        lr_x=lr_x,
+        lr_y=lr_y,
+    )
+    evidence: dict[str, float | int | str] = {
+        "start_level": plateau.start_level,
+        "flat_level": plateau.flat_level,
+        "flat_since_step": plateau.start_step,
+        "flat_fraction_of_run": round(plateau.flat_fraction, 4),
+        "improvement_fraction": plateau.improvement / ctx.start_abs if ctx.start_abs else 0.0,
+        "still_falling_slightly": "yes" if plateau.still_falling else "no",
+    }
+    if ctx.has_lr:
+        evidence["peak_lr"] = ctx.peak_lr
+        evidence["lr_when_flat"] = ctx.lr_at(plateau.start_step)
+        evidence["lr_at_end"] = float(lr_y[-1])
+    verdict: _Verdict | None
+    never_learned = (
+        plateau.start_level - plateau.best_level < params.not_learning_drop * ctx.start_abs
+    )
+    if plateau.improvement < params.not_learning_drop * ctx.start_abs and never_learned:
+        whole = stats.trend_test(x, y)
+        rising = whole is not None and whole.z > 0 and whole.p_value < params.alpha
+        verdict = None if rising else _not_learning(ctx, params)  # rising: divergence's
+    elif plateau.flat_fraction < params.min_flat_fraction or plateau.improvement <= 0:
+        verdict = None  # too short to matter, or ended above its start (divergence's)
+    else:
+        verdict = (
+            _lr_died(ctx, params, evidence) or _stalled(ctx, params) or _converged(ctx, params)
+        )
+    if verdict is None:
+        return None
+    severity, title, message, fixes, start = verdict
+    return Finding(
+        detector="plateau",
+        title=title,
+        severity=severity,
+        metric=name,
+        step_start=start,
+        step_end=ctx.last,
+        message=message,
+        evidence=evidence,
+        fixes=fixes,
+    )
+
+
+def _not_learning(ctx: _Context, params: PlateauParams) -> _Verdict:
+    p = ctx.plateau
+    drop = 100 * p.improvement / ctx.start_abs if ctx.start_abs > 0 else 0.0
+    message = (
+        f"{ctx.name} went from {_fmt(p.start_level)} to {_fmt(p.flat_level)} over steps "
+        f"{ctx.first}-{ctx.last}: {_fmt(drop)}% lower, under the "
+        f"{_fmt(100 * params.not_learning_drop)}% a learning run shows."
+    )
+    if ctx.has_lr:
+        message += f" The peak LR was {_fmt(ctx.peak_lr)}."
+    fixes = (
+        "Check that the optimiser is given the model's parameters and that they require "
+        "gradients (frozen layers, a detached loss, a LoRA adapter not attached).",
+        "Raise the learning rate (try 3-10x) or check the warmup reaches its peak.",
+        "Check that labels match inputs (a shuffled label column gives chance-level loss "
+        "forever) and that inputs are normalised.",
+        "Overfit a single small batch first: if even that loss does not fall, the bug is in "
+        "the model or loss code.",
+    )
+    return (
+        Severity.WARNING,
+        f"{ctx.name} is not decreasing (not learning)",
+        message,
+        fixes,
+        ctx.first,
+    )
+
+
+def _lr_died(
+    ctx: _Context, params: PlateauParams, evidence: dict[str, float | int | str]
+) -> _Verdict | None:
+    """LR ~0 long before the end and the loss flat since about then: the classic cause."""
+    if not ctx.has_lr:
+        return None
+    zero_step = stats.lr_zero_step(ctx.lr_x, ctx.lr_y, params.lr_zero_fraction)
+    if zero_step is None:
+        return None
+    left = 1.0 - stats.span_fraction(np.array([ctx.first, ctx.last]), zero_step)
+    slack = 0.1 * (ctx.last - ctx.first)
+    if left < params.lr_early_fraction or ctx.plateau.start_step < zero_step - slack:
+        return None
+    evidence["lr_zero_step"] = zero_step
+    message = (
+        f"{ctx.flat_text}. The LR fell below {_fmt(100 * params.lr_zero_fraction)}% of its "
+        f"peak {_fmt(ctx.peak_lr)} at step {zero_step}, with {_fmt(100 * left)}% of the run "
+        "still to go: the optimiser has effectively stopped, the classic cause of a stall "
+        "like this."
+    )
+    fixes = (
+        "Size the LR schedule to the run: set the scheduler's total steps "
+        "(num_training_steps / T_max) to the real number of optimiser steps.",
+        f"Resume from the checkpoint at step {zero_step} with the LR schedule restarted over "
+        "the remaining steps.",
+        "If the early end was deliberate, stop the run there: the remaining compute does not "
+        "move the loss.",
+    )
+    title = f"{ctx.name} plateaued after the LR decayed to ~0 at step {zero_step}"
+    return Severity.WARNING, title, message, fixes, ctx.plateau.start_step
+
+
+def _annealing(ctx: _Context, params: PlateauParams) -> bool:
+    """Was the LR already annealed (below a tenth of its peak) when the loss went flat?"""
+    if not ctx.has_lr:
+        return False
+    return ctx.lr_at(ctx.plateau.start_step) < params.lr_annealed_fraction * ctx.peak_lr
+
+
+def _annealed_run(ctx: _Context, params: PlateauParams) -> bool:
+    """Was the LR annealed on purpose: falling through the flat stretch to below a tenth
+    of its peak at the end (cosine, linear or step decay run to completion)?"""
+    if not ctx.has_lr:
+        return False
+    end = float(ctx.lr_y[-1])
+    return end < params.lr_annealed_fraction * ctx.peak_lr and end < ctx.lr_at(
+        ctx.plateau.start_step
+    )
+
+
+def _stalled(ctx: _Context, params: PlateauParams) -> _Verdict | None:
+    """Flat for most of the run, still near its starting level, with the LR still up."""
+    p = ctx.plateau
+    far = p.flat_level >= params.far_level_fraction * p.start_level
+    if (
+        p.flat_fraction < params.stall_flat_fraction
+        or not far
+        or p.still_falling
+        or _annealing(ctx, params)
+    ):
+        return None
+    message = (
+        f"{ctx.flat_text}, at {_fmt(100 * p.flat_level / p.start_level)}% of its starting "
+        f"level {_fmt(p.start_level)}, with no significant downward trend left."
+    )
+    if ctx.has_lr:
+        lr_then = ctx.lr_at(p.start_step)
+        message += (
+            f" The LR was still {_fmt(lr_then)} ({_fmt(100 * lr_then / ctx.peak_lr)}% of its "
+            "peak) when it stopped improving."
+        )
+    fixes = (
+        "Try a higher (or, if the loss is noisy, a lower) learning rate: an LR that is too "
+        "high can also keep the loss bouncing on one level.",
+        "Check for dead units (ReLU activations stuck at zero) or saturated activations: "
+        "lower the LR, use a better init or a leaky/GELU activation, add normalisation.",
+        "Check the model's capacity and the data: labels may be too noisy for the loss to "
+        "fall further.",
+        f"If this is a fine-tune that converged early, stop it near step {p.start_step} "
+        "(early stopping saves the rest of the compute).",
+    )
+    title = f"{ctx.name} stalled far from convergence since step {p.start_step}"
+    return Severity.WARNING, title, message, fixes, p.start_step
+
+
+def _converged(ctx: _Context, params: PlateauParams) -> _Verdict:
+    p = ctx.plateau
+    message = f"{ctx.flat_text}, after falling from {_fmt(p.start_level)}."
+    if _annealed_run(ctx, params):
+        message += (
+            f" The LR was being annealed ({_fmt(ctx.lr_at(p.start_step))} when the loss went "
+            f"flat, {_fmt(float(ctx.lr_y[-1]))} at the end): the flat end of a deliberate "
+            "schedule is convergence, not a stall."
+        )
+    fixes = (
+        "Nothing is wrong; if the eval metric agrees, the run could have stopped near step "
+        f"{p.start_step}.",
+        "If a lower loss is expected, a larger model or more data (not more steps) is the "
+        "usual next step.",
+    )
+    title = f"{ctx.name} converged: flat since step {p.start_step}"
+    return Severity.INFO, title, message, fixes, p.start_step
+
+
+DETECTOR = PlateauDetector()
