@@ -2,16 +2,28 @@
 
 A log is written by someone else's code. Every report passes each log-derived string
 through the escape function of its sink before it reaches the output. One function per
-sink, tested with hostile names in tests/report/test_escape.py.
+sink, tested with hostile names in tests/report/test_escape.py:
+
+- terminal: `terminal_text` (and `runner_inert_lines` for a whole printed report)
+- HTML and inline SVG: `html_text`
+- Markdown for GitHub (job summary, PR comment): `markdown_text`
+- GitHub workflow commands: `workflow_message`, `workflow_property`
+- SARIF plain-text messages: `sarif_text`
+- XML (JUnit): `xml_text` (the XML writer escapes markup; this removes what XML forbids)
+
+JSON needs no function of its own: `json.dumps` escapes everything. This module formats
+numbers (`format_number`) but does not decide layout.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
 
 # C0/C1 control characters and DEL, except none: a log-derived string is one line.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_EXCEPT_NEWLINES = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # CSI / OSC / single-character escape sequences, removed whole so no fragment survives.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
@@ -37,3 +49,112 @@ def format_number(value: float | int | str) -> str:
     if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
         return f"{value:.3e}"
     return f"{value:.4g}"
+
+
+_ZERO_WIDTH_SPACE = "\u200b"
+# CI runners read workflow commands from any line of a job's output that starts, after
+# leading whitespace, with `::` (or the older `##[`).
+_RUNNER_COMMAND_START = re.compile(r"(?m)^([ \t]*)(:(?=:)|#(?=#\[))")
+
+
+def runner_inert_lines(text: str) -> str:
+    """Printed text (several lines, our layout with log text inside) made inert for a CI
+    log: a zero-width space after the first character of any line that would start with
+    `::` or `##[`. Our own lines never start so; a wrapped line that starts with a word
+    from the log would. For text printed to stdout outside the gate's stop-commands fence.
+    """
+    return _RUNNER_COMMAND_START.sub(lambda m: m.group(1) + m.group(2) + _ZERO_WIDTH_SPACE, text)
+
+
+# --- HTML -------------------------------------------------------------------------------
+
+
+def html_text(text: str) -> str:
+    """Log text for HTML (element content and quoted attribute values, inline SVG too):
+    ANSI sequences and control characters removed, then `& < > " '` escaped. Nothing a
+    log writes can open a tag, close an attribute or start a script."""
+    return html.escape(terminal_text(text), quote=True)
+
+
+def html_name(text: str, limit: int = 120) -> str:
+    """A log-derived name (metric, key, path) for HTML: shortened to `limit` characters,
+    escaped, and `(empty)` when nothing printable is left."""
+    return html_text(shorten(text, limit)) or "<i>(empty)</i>"
+
+
+# --- Markdown (GitHub job summaries and PR comments) -------------------------------------
+
+# The ASCII characters that start inline syntax anywhere in a line (code, emphasis,
+# links and images via `[`, raw HTML and autolinks via `<`, entities, table cells,
+# strikethrough, math), escaped with a backslash (CommonMark lets a backslash escape any
+# ASCII punctuation). Block syntax (`#`, `-`, `+`, `1.`) only acts at the start of a line,
+# where a report never puts log text, so `(`, `#`, `+` and `!` stay readable.
+# One translation table (a single pass in C): the specials get a backslash, and `@` a
+# zero-width space after it, so GitHub sees no @user/@org/team mention.
+_MARKDOWN_TABLE = {ord(c): "\\" + c for c in "\\`*_[]<>|~&$"} | {ord("@"): "@" + _ZERO_WIDTH_SPACE}
+# Text GitHub turns into a link or a cross-reference without any syntax: scheme:// and
+# www. autolinks, #123 issue references.
+_WWW = re.compile(r"(?i)\b(www)\.")
+_ISSUE_REF = re.compile(r"(#)(?=\d)")
+
+
+def markdown_text(text: str) -> str:
+    """Log text for GitHub-flavoured Markdown, inline (a table cell, a heading, a list).
+
+    Control characters and newlines removed (the text cannot end a table row or start a
+    block); Markdown and HTML punctuation backslash-escaped (no raw HTML, no emphasis, no
+    `[text](url)` link, no `|` cell break); a zero-width space after `@`, inside `://`,
+    after `www` and after `#` before a digit, so GitHub makes no mention, autolink or
+    issue reference of it. Use it in Markdown contexts only, never inside an HTML block.
+    """
+    out = terminal_text(text).translate(_MARKDOWN_TABLE)
+    out = out.replace("://", ":" + _ZERO_WIDTH_SPACE + "//")
+    out = _WWW.sub(r"\1" + _ZERO_WIDTH_SPACE + ".", out)
+    return _ISSUE_REF.sub(r"\1" + _ZERO_WIDTH_SPACE, out)
+
+
+# --- GitHub Actions workflow commands ----------------------------------------------------
+
+
+def workflow_message(text: str) -> str:
+    """The message part of a workflow command (`::error ...::MESSAGE`): ANSI sequences and
+    control characters other than CR/LF removed, then `%`, CR and LF percent-encoded, so
+    the command stays one line and no log text can start a command of its own."""
+    cleaned = _CONTROL_EXCEPT_NEWLINES.sub("", _ANSI.sub("", text))
+    return cleaned.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def workflow_property(text: str) -> str:
+    """A property value of a workflow command (`file=`, `title=`): the message escaping
+    plus `:` and `,`, which would otherwise end the value or the property list."""
+    return workflow_message(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# --- SARIF ------------------------------------------------------------------------------
+
+_SARIF_TABLE = {ord(c): "\\" + c for c in "\\[]"}
+
+
+def sarif_text(text: str) -> str:
+    """Log text for a SARIF plain-text message: ANSI sequences and control characters
+    removed; `\\`, `[` and `]` backslash-escaped, so the text cannot form an embedded link
+    (`[text](target)`, SARIF 2.1.0 section 3.11.6) that a viewer would render."""
+    return terminal_text(text).translate(_SARIF_TABLE)
+
+
+# --- XML (JUnit) -------------------------------------------------------------------------
+
+# Characters XML 1.0 forbids anywhere (even as character references).
+_XML_ILLEGAL = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Log text made legal for XML 1.0 (for an XML writer that escapes `& < > "`
+    itself): ANSI sequences, control characters, surrogates and U+FFFE/U+FFFF removed."""
+    return _XML_ILLEGAL.sub("", terminal_text(text))
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, cut with an ellipsis; apply before escaping so an
+    escape sequence is never cut in half."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "\u2026"

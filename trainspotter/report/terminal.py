@@ -6,7 +6,9 @@ detector and title; the evidence in words with numbers; the metric; the fixes.
 Reader notes (skipped cells, other runs in the file) come last.
 
 Colour only when asked (a TTY without NO_COLOR); every log-derived string passes through
-`escape.terminal_text` so a metric name cannot move the cursor or clear the screen.
+`escape.terminal_text` so a metric name cannot move the cursor or clear the screen, and
+the whole report through `escape.runner_inert_lines`, so a wrapped line that starts with
+a word from the log cannot be read as a CI workflow command (`::add-mask::`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import Sequence
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report.base import RenderOptions
-from trainspotter.report.escape import format_number, terminal_text
+from trainspotter.report.common import counts_phrase, plural, step_range, total_counts
+from trainspotter.report.escape import format_number, runner_inert_lines, terminal_text
 
 _COLOR = {
     Severity.ERROR: "\x1b[1;31m",
@@ -41,16 +44,10 @@ class _Style:
         return self.paint(severity.label.upper().ljust(7), _COLOR[severity])
 
 
-def _steps(finding: Finding) -> str:
-    if finding.step_start == finding.step_end:
-        return f"step {finding.step_start:,}"
-    return f"steps {finding.step_start:,}-{finding.step_end:,}"
-
-
 def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(
-        text, width=_WIDTH, initial_indent=indent, subsequent_indent=indent
-    ) or [indent]
+    return textwrap.wrap(text, width=_WIDTH, initial_indent=indent, subsequent_indent=indent) or [
+        indent
+    ]
 
 
 def _header(analysis: Analysis, style: _Style) -> list[str]:
@@ -69,8 +66,7 @@ def _header(analysis: Analysis, style: _Style) -> list[str]:
 def _verdict(analysis: Analysis, style: _Style) -> str:
     counts = analysis.counts()
     worst = analysis.worst
-    parts = [f"{counts[s.label]} {s.label}{'s' if counts[s.label] != 1 else ''}" for s in
-             sorted(Severity, reverse=True)]
+    parts = [plural(counts[s.label], s.label) for s in sorted(Severity, reverse=True)]
     suppressed = sum(1 for f in analysis.findings if f.suppressed is not None)
     if suppressed:
         parts.append(f"{suppressed} suppressed")
@@ -91,16 +87,14 @@ def _chain_lines(analysis: Analysis, style: _Style) -> list[str]:
             f = analysis.by_id(finding_id)
             steps.append(f"{f.detector} at step {f.step_start:,} ({f.id})")
         root = analysis.by_id(chain[0])
-        lines.append(
-            style.paint("Root cause: ", _BOLD) + terminal_text(root.title)
-        )
+        lines.append(style.paint("Root cause: ", _BOLD) + terminal_text(root.title))
         lines.extend(_wrap("chain: " + " -> ".join(steps), "  "))
     return lines
 
 
 def _finding_lines(finding: Finding, style: _Style) -> list[str]:
     head = (
-        f"{finding.id} {style.severity(finding.severity)} {_steps(finding)}  "
+        f"{finding.id} {style.severity(finding.severity)} {step_range(finding)}  "
         f"[{finding.detector}] {terminal_text(finding.title)}"
     )
     if finding.suppressed is not None:
@@ -168,16 +162,8 @@ class TerminalReport:
     def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
         parts = [render_one(a, options) for a in analyses]
         if len(analyses) > 1:
-            totals = {s: 0 for s in sorted(Severity, reverse=True)}
-            for a in analyses:
-                for s in totals:
-                    totals[s] += a.counts()[s.label]
-            parts.append(
-                f"{len(analyses)} logs: "
-                + ", ".join(f"{n} {s.label}" for s, n in totals.items())
-                + "\n"
-            )
-        return "\n".join(parts)
+            parts.append(f"{len(analyses)} logs: {counts_phrase(total_counts(analyses))}\n")
+        return runner_inert_lines("\n".join(parts))
 
 
 REPORT = TerminalReport()

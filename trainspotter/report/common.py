@@ -1,0 +1,156 @@
+"""What every report format shares: counting, ordering, paths, fingerprints, detector docs.
+
+Formats differ in layout and escaping only; the facts they show come from here, so the
+HTML page, the Markdown summary, the annotations, SARIF, Code Quality and JUnit count the
+same findings, in the same order, at the same paths. This module returns plain data and
+never escapes: each format escapes for its own sink (see `escape.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+
+from trainspotter.analysis import Analysis
+from trainspotter.detectors import DETECTORS
+from trainspotter.model import Finding, Run, Severity
+
+SEVERITIES_WORST_FIRST: tuple[Severity, ...] = tuple(sorted(Severity, reverse=True))
+"""error, warning, info: the order every report lists severities in."""
+
+
+def active_findings(analysis: Analysis) -> list[Finding]:
+    """Findings not suppressed by config, in report order (errors first)."""
+    return [f for f in analysis.findings if f.suppressed is None]
+
+
+def total_counts(analyses: Iterable[Analysis]) -> dict[Severity, int]:
+    """Unsuppressed findings per severity over all logs, worst severity first."""
+    totals = dict.fromkeys(SEVERITIES_WORST_FIRST, 0)
+    for analysis in analyses:
+        for finding in active_findings(analysis):
+            totals[finding.severity] += 1
+    return totals
+
+
+def worst_severity(analyses: Iterable[Analysis]) -> Severity | None:
+    """The worst unsuppressed severity over all logs, or None when all are healthy."""
+    worst = [a.worst for a in analyses if a.worst is not None]
+    return max(worst) if worst else None
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 error`, `2 errors`, `0 info` (info is a mass noun)."""
+    if count == 1 or noun == "info":
+        return f"{count} {noun}"
+    return f"{count} {noun}s"
+
+
+def counts_phrase(counts: dict[Severity, int]) -> str:
+    """`2 errors, 1 warning, 0 info`."""
+    return ", ".join(plural(n, s.label) for s, n in counts.items())
+
+
+def step_range(finding: Finding) -> str:
+    """`step 1,200` or `steps 1,200-1,450`."""
+    if finding.step_start == finding.step_end:
+        return f"step {finding.step_start:,}"
+    return f"steps {finding.step_start:,}\u2013{finding.step_end:,}"
+
+
+def chain_findings(analysis: Analysis) -> list[list[Finding]]:
+    """Each linked incident as findings in causal order, root cause first."""
+    return [[analysis.by_id(i) for i in chain] for chain in analysis.chains]
+
+
+def findings_root_cause_first(analysis: Analysis) -> list[Finding]:
+    """All findings, the root cause of each incident first, then the analysis order.
+
+    A root cause may be a warning whose consequence is an error; a reader should meet the
+    cause before the symptoms, so roots are lifted to the top (in chain order)."""
+    roots = [chain[0] for chain in chain_findings(analysis)]
+    root_ids = {f.id for f in roots}
+    return roots + [f for f in analysis.findings if f.id not in root_ids]
+
+
+def display_path(path: str) -> str:
+    """A log's path as reports show it: relative to the working directory when it lies
+    inside it (CI annotations and code-scanning locations are repository-relative), with
+    forward slashes; otherwise as given."""
+    candidate = Path(path)
+    if candidate.is_absolute():
+        try:
+            candidate = candidate.relative_to(Path.cwd())
+        except ValueError:
+            return path.replace(os.sep, "/")
+    text = candidate.as_posix()
+    return text[2:] if text.startswith("./") else text
+
+
+def log_file(run: Run) -> str:
+    """The file a finding should point at (annotations, SARIF, Code Quality): the path
+    the user gave, joined with the file a reader picked inside it when it was a folder
+    (`meta["file"]`, e.g. `checkpoint-400/trainer_state.json`)."""
+    inner = run.meta.get("file")
+    if isinstance(inner, str) and inner and not run.source_path.endswith(inner):
+        return f"{run.source_path.rstrip('/')}/{inner}"
+    return run.source_path
+
+
+def path_uri(path: str) -> str:
+    """A URI reference for a log path (SARIF `artifactLocation.uri`): relative paths
+    percent-encoded with `/` kept, absolute ones as `file://` URIs."""
+    shown = display_path(path)
+    if PurePosixPath(shown).is_absolute() or Path(shown).is_absolute():
+        return Path(shown).resolve().as_uri()
+    return quote(shown, safe="/")
+
+
+def finding_fingerprint(finding: Finding, path: str) -> str:
+    """A stable id for one finding across runs of the tool: the SHA-256 of detector,
+    metric, log path and start step. It ignores wording, severity and the end step, so
+    a reworded message or a longer episode is the same issue to CI dashboards."""
+    key = "\0".join((finding.detector, finding.metric, display_path(path), str(finding.step_start)))
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DetectorDoc:
+    """A detector's documentation, for SARIF rules and JUnit test cases."""
+
+    id: str
+    summary: str
+    """One line (the detector's `summary`)."""
+    description: str
+    """The docstring's first paragraph, joined into one line."""
+    full: str
+    """The whole docstring."""
+
+
+def detector_doc(detector_id: str) -> DetectorDoc:
+    """The documentation of a registered detector; an unregistered id (a finding made by
+    a plug-in or a test) gets a placeholder naming it."""
+    detector = DETECTORS.get(detector_id)
+    if detector is None:
+        text = f"Findings of the {detector_id} detector."
+        return DetectorDoc(detector_id, text, text, text)
+    module = sys.modules.get(type(detector).__module__)
+    doc = inspect.getdoc(type(detector)) or (inspect.getdoc(module) if module else None) or ""
+    first = " ".join(doc.split("\n\n", 1)[0].split()) if doc else detector.summary
+    return DetectorDoc(detector_id, detector.summary, first, doc or detector.summary)
+
+
+def detector_ids(analyses: Sequence[Analysis]) -> list[str]:
+    """Every registered detector id, then any other id that ran or found something."""
+    ids = list(DETECTORS)
+    for analysis in analyses:
+        for name in [*analysis.detectors_run, *(f.detector for f in analysis.findings)]:
+            if name not in ids:
+                ids.append(name)
+    return ids
