@@ -1,13 +1,15 @@
 # Two commands on a fresh machine with Python >= 3.11 and make:
 #   make demo   analyse the bundled divergence example
 #   make test   lint, type-check and run the test suite
+#   make test-container   build the Docker image on a private engine and test it (root)
+#   make browser  render every example's HTML report in headless chromium (in `make test` too)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench clean browser screenshot lint-ci test-container lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +36,45 @@ pytest: $(STAMP)
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): the suite is missing" >&2; fi; \
 	exit $$rc
 
-test: lint typecheck pytest
+test: lint lint-ci typecheck pytest
+
+# The Action, the workflows and the Dockerfile, linted offline: GitHub's JSON schemas
+# (vendored in check-jsonschema), actionlint (workflow logic), zizmor (workflow security),
+# hadolint (Dockerfile).
+lint-ci: $(STAMP)
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-actions action.yml
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/actionlint -no-color .github/workflows/*.yml
+	$(BIN)/zizmor --offline --quiet --config .github/zizmor.yml action.yml .github/workflows
+	$(BIN)/hadolint Dockerfile
+
+# A private dockerd (own data root and socket, stopped by PID), a Debian base image made
+# with debootstrap (no Docker Hub), then the `container` tests build the real Dockerfile
+# on it and run the image the GitHub way and the GitLab way. See scripts/container-engine.sh.
+ENGINE_DIR ?= /tmp/trainspotter-engine
+test-container: $(STAMP)
+	@TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh start || \
+	  { TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh stop; exit 1; }; \
+	DOCKER_HOST=unix://$(ENGINE_DIR)/docker.sock \
+	TRAINSPOTTER_TEST_BASE_IMAGE=trainspotter-test-base:bookworm \
+	TRAINSPOTTER_REQUIRE_ENGINE=1 \
+	  $(BIN)/python -m pytest -q -m container tests/container; rc=$$?; \
+	TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh stop; exit $$rc
+
+# Regenerate the Docker image's pinned, hashed requirements from pyproject.toml.
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'uv>=0.5'
+	$(BIN)/uv pip compile pyproject.toml --extra tensorboard --universal \
+	  --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
+	  -o requirements/docker.txt
+
+# The HTML reports in a real browser (Debian's chromium; .ci/run installs it). Keep the
+# screenshots with TRAINSPOTTER_SCREENSHOT_DIR=DIR. `make screenshot` refreshes the README's.
+browser: $(STAMP)
+	$(BIN)/python -m pytest -q tests/report/test_browser.py
+
+screenshot: $(STAMP)
+	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report.png
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -4,6 +4,9 @@ Subcommands:
   analyze PATH...   read each log, run the detectors, print or write a report
   detectors         list the detector ids, what each finds, and its defaults
   explain ID        print a detector's documentation (its docstring)
+  gate [PATTERN...] the CI gate: expand globs, analyse every log, write every output
+  init [FILE]       write a commented .trainspotter.yml holding every default
+  check-config      validate a .trainspotter.yml (line-precise errors)
 
 Exit codes (the same in every front end): 0 nothing at or above --fail-on, 1 the gate
 failed, 2 bad input or usage (one line on stderr, no traceback), 3 internal error.
@@ -21,7 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainspotter import __version__
-from trainspotter.analysis import Analysis, analyze
+from trainspotter.analysis import Analysis
+from trainspotter.config import CONFIG_NAMES, ConfigError, default_config_yaml, load_config
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import (
     EXIT_BAD_INPUT,
@@ -31,11 +35,14 @@ from trainspotter.errors import (
     TrainspotterError,
     UsageError,
 )
+from trainspotter.gate import GateOptions, analyze_paths, fence_workflow_commands, run_gate
 from trainspotter.model import Severity
-from trainspotter.readers import READERS, ReadOptions, read_log
+from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions
 
 PROG = "trainspotter"
+# `--html FILE`, `--json FILE`, ...: extra reports written in the same run, beside --output.
+EXTRA_OUTPUTS = ("html", "json", "markdown", "github", "sarif", "codequality", "junit")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyse one or more training logs",
         description="Read each log (file or folder), run every detector and report.",
     )
-    analyze_cmd.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder")
+    analyze_cmd.add_argument(
+        "paths", nargs="+", metavar="PATH", help="log file or folder, or a glob pattern"
+    )
+    analyze_cmd.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
+    )
     analyze_cmd.add_argument(
         "--format", choices=sorted(READERS), help="force the log format (default: sniffed)"
     )
@@ -71,11 +83,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", choices=list(REPORTS), default="terminal", help="report format"
     )
     analyze_cmd.add_argument("--out", metavar="FILE", help="write the report here, not stdout")
+    for fmt in EXTRA_OUTPUTS:
+        analyze_cmd.add_argument(
+            f"--{fmt}",
+            metavar="FILE",
+            dest=f"extra_{fmt}",
+            help=f"also write the {fmt} report to FILE (alongside --output)",
+        )
     analyze_cmd.add_argument(
         "--fail-on",
         choices=[s.label for s in Severity],
-        default="error",
-        help="exit 1 when a finding is at or above this severity (default: error)",
+        default=None,
+        help="exit 1 when a finding is at or above this severity (default: the config's "
+        "fail_on, else error)",
     )
     analyze_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
     analyze_cmd.add_argument("--verbose", action="store_true", help="also list every metric")
@@ -83,7 +103,53 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("detectors", help="list the detectors and their defaults")
     explain_cmd = sub.add_parser("explain", help="print a detector's documentation")
     explain_cmd.add_argument("detector", metavar="ID", help="a detector id")
+    _add_gate_commands(sub)
     return parser
+
+
+def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
+    """`gate`, `init` and `check-config`: the CI front end and its config file."""
+    gate_cmd = sub.add_parser(
+        "gate",
+        help="the CI gate: analyse every log the patterns match and write every output",
+        description="Expand the glob patterns (default: the config's `paths`), analyse each "
+        "log, print the terminal report (and GitHub annotations inside GitHub Actions), "
+        "write the summary, comment, JSON and HTML reports to the report folder, and exit "
+        "0 (pass), 1 (a finding at or above fail_on) or 2 (a log could not be checked).",
+    )
+    gate_cmd.add_argument("patterns", nargs="*", metavar="PATTERN", help="glob pattern of logs")
+    gate_cmd.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
+    )
+    gate_cmd.add_argument(
+        "--fail-on", choices=[s.label for s in Severity], help="override the config's fail_on"
+    )
+    gate_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
+    gate_cmd.add_argument(
+        "--report-dir", metavar="DIR", help="override the config's report.directory"
+    )
+    gate_cmd.add_argument(
+        "--outputs",
+        metavar="LIST",
+        help="comma-separated outputs, overriding report.outputs "
+        "(annotations,summary,html,json,comment,sarif,codequality,junit)",
+    )
+    gate_cmd.add_argument(
+        "--allow-empty", action="store_true", help="a pattern matching nothing is not an error"
+    )
+    gate_cmd.add_argument(
+        "--github",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="GitHub Actions mode: annotations and stop-commands fencing "
+        "(default: on when GITHUB_ACTIONS=true)",
+    )
+    init_cmd = sub.add_parser("init", help="write a commented config file with every default")
+    init_cmd.add_argument(
+        "file", nargs="?", default=CONFIG_NAMES[0], metavar="FILE", help="default: %(default)s"
+    )
+    check_cmd = sub.add_parser("check-config", help="validate a config file")
+    check_cmd.add_argument("file", nargs="?", metavar="FILE", help="default: ./.trainspotter.yml")
 
 
 def _use_color(stream: object) -> bool:
@@ -98,7 +164,7 @@ def _write_output(text: str, out: str | None, inputs: Sequence[Path]) -> None:
     target = Path(out)
     resolved = target.resolve()
     if any(resolved == p.resolve() for p in inputs):
-        raise UsageError(f"--out {out} would overwrite an input log")
+        raise UsageError(f"{out} would overwrite an input log")
     try:
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -107,16 +173,21 @@ def _write_output(text: str, out: str | None, inputs: Sequence[Path]) -> None:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Read, analyse, render; exit by the worst severity."""
-    fail_on = Severity.parse(args.fail_on)
-    options = ReadOptions(run_name=args.run)
-    analyses: list[Analysis] = []
-    for path in args.paths:
-        run = read_log(path, fmt=args.format, options=dataclasses.replace(options, display_path=path))
-        analyses.append(analyze(run))
+    config = load_config(args.config)
+    fail_on = Severity.parse(args.fail_on) if args.fail_on else config.fail_on
+    analyses: list[Analysis] = analyze_paths(args.paths, config, fmt=args.format, run_name=args.run)
     color = args.out is None and args.output == "terminal" and _use_color(sys.stdout)
     render = RenderOptions(color=color, fail_on=fail_on, verbose=args.verbose)
     text = REPORTS[args.output].render(analyses, render)
-    _write_output(text, args.out, [Path(p) for p in args.paths])
+    inputs = [Path(p) for p in args.paths]
+    if args.out is None and args.output != "github" and os.environ.get("GITHUB_ACTIONS") == "true":
+        text = fence_workflow_commands(text)  # log-derived text must not issue commands
+    _write_output(text, args.out, inputs)
+    plain = dataclasses.replace(render, color=False)
+    for fmt in EXTRA_OUTPUTS:
+        extra_path = getattr(args, f"extra_{fmt}")
+        if extra_path is not None:
+            _write_output(REPORTS[fmt].render(analyses, plain), extra_path, inputs)
     worst = [a.worst for a in analyses if a.worst is not None]
     return EXIT_GATE_FAILED if worst and max(worst) >= fail_on else EXIT_OK
 
@@ -152,7 +223,82 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"analyze": cmd_analyze, "detectors": cmd_detectors, "explain": cmd_explain}
+def cmd_gate(args: argparse.Namespace) -> int:
+    """The CI gate (see `trainspotter.gate`)."""
+    config = load_config(args.config)
+    if args.allow_empty:
+        config = dataclasses.replace(config, allow_empty=True)
+    outputs = None
+    if args.outputs is not None:
+        outputs = tuple(o.strip() for o in args.outputs.split(",") if o.strip())
+        known = (
+            "annotations",
+            "summary",
+            "html",
+            "json",
+            "comment",
+            "sarif",
+            "codequality",
+            "junit",
+        )
+        unknown = [o for o in outputs if o not in known]
+        if unknown:
+            raise UsageError(
+                f"--outputs: unknown {', '.join(unknown)} (one of: {', '.join(known)})"
+            )
+    github = args.github if args.github is not None else os.environ.get("GITHUB_ACTIONS") == "true"
+    options = GateOptions(
+        patterns=tuple(args.patterns),
+        config=config,
+        fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
+        format=args.format,
+        report_dir=Path(args.report_dir) if args.report_dir else None,
+        outputs=outputs,
+        github=github,
+        color=_use_color(sys.stdout),
+    )
+    return run_gate(options, sys.stdout, sys.stderr).exit_code
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the commented default config; never overwrite a file."""
+    target = Path(args.file)
+    try:
+        with target.open("x", encoding="utf-8") as fh:
+            fh.write(default_config_yaml())
+    except FileExistsError:
+        raise UsageError(f"{args.file} already exists; not overwriting it") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.file}: {exc.strerror or exc}") from None
+    print(
+        f"wrote {args.file}: every setting with its default; check it with "
+        f"`{PROG} check-config {args.file}`"
+    )
+    return EXIT_OK
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """Validate a config file: one line, exit 0 or the first error, exit 2."""
+    if args.file is None and not any(Path(n).is_file() for n in CONFIG_NAMES):
+        raise ConfigError(CONFIG_NAMES[0], None, "", "no config file in the working folder")
+    config = load_config(args.file)
+    disabled = sum(1 for s in config.detectors.values() if not s.enabled)
+    print(
+        f"{config.source}: OK ({len(config.paths)} path patterns, fail_on={config.fail_on.label}, "
+        f"{len(config.detectors)} detector sections, {disabled} disabled, "
+        f"{len(config.ignore)} ignore rules)"
+    )
+    return EXIT_OK
+
+
+COMMANDS = {
+    "analyze": cmd_analyze,
+    "detectors": cmd_detectors,
+    "explain": cmd_explain,
+    "gate": cmd_gate,
+    "init": cmd_init,
+    "check-config": cmd_check_config,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader of our output (e.g. `| head`) went away: not an error of ours.
         sys.stderr.close()
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a raw traceback
+    except Exception as exc:
         if debug:
             traceback.print_exc()
         print(

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""The container's entrypoint: the GitHub Action's thin wrapper, or the plain CLI.
+
+- First argument `sh` or `bash`: exec that shell with the remaining arguments, so the image
+  also serves as a GitLab job `image:` (GitLab runs the job script through a shell).
+- Any other arguments, or no GitHub Actions environment (GITHUB_ACTIONS is not `true`):
+  the `trainspotter` command, e.g. `docker run ... IMAGE analyze 'logs/**/x.json'
+  --fail-on error` or `... gate --outputs codequality` in GitLab and other CI.
+- No arguments inside GitHub Actions: the Action. Inputs come from INPUT_* variables (set
+  by action.yml from its inputs); the gate runs; its Markdown is appended to
+  $GITHUB_STEP_SUMMARY; $GITHUB_OUTPUT gets `max-severity`, `errors`, `warnings`,
+  `infos`, `report-dir`, `json`, `comment-file`, `artifact-name`, `comment` and
+  `exit-code` (each in a `name<<DELIMITER` block with a fresh random delimiter); the
+  process exits with the gate's code (0 pass, 1 failed, 2 could not check).
+
+Paths in outputs are relative to $GITHUB_WORKSPACE, the folder the Action mounts, so the
+steps that follow (artifact upload, PR comment) run on the host and find them there.
+Everything else is in `trainspotter.gate`; this file only translates.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash"})
+
+
+def split_patterns(text: str) -> list[str]:
+    """The `paths` input: one pattern per line, or several separated by spaces."""
+    return [part for line in text.splitlines() for part in line.split()]
+
+
+def parse_bool(text: str, name: str) -> bool | None:
+    """`true`/`false` (any case); empty means "use the config"."""
+    value = text.strip().lower()
+    if not value:
+        return None
+    if value in ("true", "yes", "1", "on"):
+        return True
+    if value in ("false", "no", "0", "off"):
+        return False
+    from trainspotter.errors import UsageError
+
+    raise UsageError(f"input {name}: expected true or false, got {text!r}")
+
+
+def write_outputs(path: str, values: Mapping[str, str]) -> None:
+    """Append `name<<DELIM` blocks to $GITHUB_OUTPUT; the delimiter is random per value so
+    no value (a path, a name) can end its block early and set another output."""
+    with open(path, "a", encoding="utf-8") as fh:
+        for name, value in values.items():
+            delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+            while delimiter in value:
+                delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+            fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def append_summary(path: str, markdown: str) -> None:
+    """Append our Markdown to $GITHUB_STEP_SUMMARY (the gate keeps it under 1 MiB)."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+
+
+def _relative(path: Path | None, workspace: Path) -> str:
+    if path is None:
+        return ""
+    try:
+        return path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _artifact_note(env: Mapping[str, str], artifact: str) -> str | None:
+    server = env.get("GITHUB_SERVER_URL", "")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    safe_name = re.sub(r"[^A-Za-z0-9._ -]", "", artifact)
+    if not (
+        re.fullmatch(r"https://[A-Za-z0-9.-]+(:\d+)?", server)
+        and re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", repo)
+        and run_id.isdigit()
+    ):
+        return None
+    url = f"{server}/{repo}/actions/runs/{run_id}"
+    return f"HTML reports: artifact `{safe_name}` of [this workflow run]({url})."
+
+
+def run_action(env: Mapping[str, str]) -> int:
+    """The Action: inputs from env, the gate, the summary and outputs files."""
+    from trainspotter.config import load_config
+    from trainspotter.errors import EXIT_BAD_INPUT, TrainspotterError, UsageError
+    from trainspotter.gate import GateOptions, run_gate
+    from trainspotter.model import Severity
+    from trainspotter.report.escape import markdown_text, workflow_message
+
+    workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
+    outputs: dict[str, str] = {}
+    try:
+        working = (workspace / env.get("INPUT_WORKING_DIRECTORY", "").strip()).resolve()
+        if working != workspace.resolve() and workspace.resolve() not in working.parents:
+            raise UsageError("input working-directory: must be inside the workspace")
+        if not working.is_dir():
+            raise UsageError(
+                f"input working-directory: no such folder {_relative(working, workspace)}"
+            )
+        config_input = env.get("INPUT_CONFIG", "").strip()
+        if config_input:
+            config = load_config(working / config_input)
+        else:
+            config = load_config(folder=working)
+        fail_on_input = env.get("INPUT_FAIL_ON", "").strip()
+        try:
+            fail_on = Severity.parse(fail_on_input) if fail_on_input else None
+        except ValueError as exc:
+            raise UsageError(f"input fail-on: {exc}") from None
+        fmt = env.get("INPUT_FORMAT", "").strip() or None
+        comment = parse_bool(env.get("INPUT_COMMENT", ""), "comment")
+        artifact = env.get("INPUT_ARTIFACT_NAME", "").strip() or config.report.artifact_name
+        wants_comment = comment if comment is not None else config.report.comment
+        outputs |= {"artifact-name": artifact, "comment": str(wants_comment).lower()}
+        options = GateOptions(
+            patterns=tuple(split_patterns(env.get("INPUT_PATHS", ""))),
+            config=config,
+            fail_on=fail_on,
+            format=fmt,
+            base=working,
+            display_root=workspace,
+            github=True,
+            comment=wants_comment,
+            artifact_note=_artifact_note(env, artifact),
+        )
+        if fmt is not None:
+            from trainspotter.readers import READERS
+
+            if fmt not in READERS:
+                raise UsageError(f"input format: unknown {fmt!r} (one of: {', '.join(READERS)})")
+        result = run_gate(options, sys.stdout, sys.stderr)
+    except TrainspotterError as exc:
+        # Our message may quote config keys or paths from the repository: only ever
+        # printed escaped, as a workflow command.
+        message = f"trainspotter: error: {exc}"
+        print(f"::error title=trainspotter could not run::{workflow_message(message)}")
+        if env.get("GITHUB_STEP_SUMMARY"):
+            append_summary(
+                env["GITHUB_STEP_SUMMARY"],
+                f"**trainspotter could not run** \u26a0\ufe0f\n\n{markdown_text(str(exc))}\n",
+            )
+        if env.get("GITHUB_OUTPUT"):
+            write_outputs(env["GITHUB_OUTPUT"], outputs | {"exit-code": str(EXIT_BAD_INPUT)})
+        return EXIT_BAD_INPUT
+
+    if env.get("GITHUB_STEP_SUMMARY") and "summary" in (options.outputs or config.report.outputs):
+        append_summary(env["GITHUB_STEP_SUMMARY"], result.summary_markdown)
+    if env.get("GITHUB_OUTPUT"):
+        worst = result.max_severity
+        outputs |= {
+            "max-severity": worst.label if worst is not None else "none",
+            "errors": str(result.counts["error"]),
+            "warnings": str(result.counts["warning"]),
+            "infos": str(result.counts["info"]),
+            "report-dir": _relative(result.report_dir, workspace),
+            "json": _relative(result.files.get("json"), workspace),
+            "comment-file": _relative(result.files.get("comment"), workspace),
+            "exit-code": str(result.exit_code),
+        }
+        write_outputs(env["GITHUB_OUTPUT"], outputs)
+    return result.exit_code
+
+
+def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Dispatch: a shell, the CLI, or the Action."""
+    if argv and argv[0] in SHELLS:
+        os.execvp(argv[0], list(argv))
+    if argv or env.get("GITHUB_ACTIONS") != "true":
+        from trainspotter.cli import main as cli_main
+
+        return cli_main(list(argv))
+    try:
+        return run_action(env)
+    except Exception as exc:
+        from trainspotter.errors import EXIT_INTERNAL
+        from trainspotter.report.escape import workflow_message
+
+        text = f"trainspotter internal error: {type(exc).__name__}: {exc} (please report it)"
+        print(f"::error title=trainspotter internal error::{workflow_message(text)}")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], os.environ))

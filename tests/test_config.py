@@ -1,0 +1,437 @@
+""".trainspotter.yml: parsing, precise errors, the registry-driven detector section, the
+shipped JSON Schema, `init` and `check-config`, and suppressions."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import pytest
+import yaml
+
+from trainspotter import config as config_module
+from trainspotter.analysis import Analysis
+from trainspotter.cli import main
+from trainspotter.config import (
+    README_END,
+    README_START,
+    SCHEMA_PATH,
+    Config,
+    ConfigError,
+    IgnoreRule,
+    config_schema,
+    default_config_yaml,
+    detector_params,
+    load_config,
+    parse_config,
+    path_matches,
+    reference_markdown,
+    schema_text,
+)
+from trainspotter.detectors import DETECTORS
+from trainspotter.model import Finding, Run, Severity
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = ".trainspotter.yml"
+
+
+def _error(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, SOURCE)
+    return caught.value
+
+
+# --------------------------------------------------------------------------- valid files
+
+
+def test_empty_file_is_all_defaults() -> None:
+    for text in ("", "# only a comment\n", "---\n"):
+        config = parse_config(text, SOURCE)
+        assert config == Config(source=SOURCE)
+    defaults = Config()
+    assert defaults.fail_on is Severity.ERROR
+    assert defaults.report.outputs == ("annotations", "summary", "html", "json", "comment")
+    assert defaults.allow_empty is False
+
+
+def test_full_config() -> None:
+    config = parse_config(
+        """
+paths: ['output/**/trainer_state.json', runs/*]
+format: {'legacy/**/*.log': jsonl}
+fail_on: warning
+allow_empty: true
+detectors:
+  spikes: {z_threshold: 10, min_window: 30, severity: error}
+  eval_noise: false
+  plateau: {enabled: false}
+metrics:
+  aliases: {my_loss: train/loss}
+ignore:
+  - detector: lr_schedule
+    metric: lr
+    steps: [3000, 3100]
+    reason: deliberate LR jump at stage 2
+  - {detector: '*', path: 'old/**', steps: [null, 50], reason: warm-up noise}
+report:
+  outputs: [summary, sarif]
+  directory: out/ts
+  artifact_name: gate-report
+  comment: false
+""",
+        SOURCE,
+    )
+    assert config.paths == ("output/**/trainer_state.json", "runs/*")
+    assert config.formats == {"legacy/**/*.log": "jsonl"}
+    assert config.fail_on is Severity.WARNING
+    assert config.allow_empty is True
+    spikes = config.detectors["spikes"]
+    assert spikes.severity is Severity.ERROR
+    assert spikes.params == DETECTORS["spikes"].Params(z_threshold=10.0, min_window=30)
+    assert isinstance(spikes.params.z_threshold, float)
+    assert not config.detectors["eval_noise"].enabled
+    assert not config.detectors["plateau"].enabled
+    assert config.aliases == {"my_loss": "train/loss"}
+    assert config.ignore[0] == IgnoreRule(
+        "lr_schedule", "deliberate LR jump at stage 2", "lr", (3000, 3100), None, line=13
+    )
+    assert config.ignore[1].steps == (None, 50)
+    assert config.report.outputs == ("summary", "sarif")
+    assert config.report.directory == "out/ts"
+    assert config.report.artifact_name == "gate-report"
+    assert config.report.comment is False
+    settings = config.analysis_settings()
+    assert settings.enabled is not None
+    assert "eval_noise" not in settings.enabled and "plateau" not in settings.enabled
+    assert "spikes" in settings.enabled
+    assert settings.severity == {"spikes": Severity.ERROR}
+    assert config.format_for("legacy/**/*.log", "legacy/a/b.log") == "jsonl"
+    assert config.format_for("x/*", "legacy/z.log") == "jsonl"
+    assert config.format_for("x/*", "x/y.csv") is None
+
+
+def test_single_string_paths_and_global_format() -> None:
+    config = parse_config("paths: logs/**/metrics.csv\nformat: csv\n", SOURCE)
+    assert config.paths == ("logs/**/metrics.csv",)
+    assert config.format_for("anything", "x") == "csv"
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "fragment"),
+    [
+        ("pahts: [a]\n", 1, "pahts", "unknown key (did you mean 'paths'?)"),
+        ("paths: []\nfail_on: eror\n", 2, "fail_on", "did you mean 'error'"),
+        ("paths: 3\n", 1, "paths", "expected a list of strings, got an integer"),
+        ("paths: [logs/**.json]\n", 1, "paths[0]", "'**' must be a whole path component"),
+        ("paths:\n  - ok/*.csv\n  - 'logs/[ab.json'\n", 3, "paths[1]", "unclosed '['"),
+        ("paths: ['']\n", 1, "paths[0]", "must not be empty"),
+        ("detectors:\n  spike: {}\n", 2, "detectors.spike", "did you mean 'spikes'"),
+        ("detectors:\n  nonsense: {}\n", 2, "detectors.nonsense", "unknown detector (one of:"),
+        (
+            "detectors:\n  spikes:\n    z_treshold: 3\n",
+            3,
+            "detectors.spikes.z_treshold",
+            "unknown parameter (did you mean 'z_threshold'?)",
+        ),
+        (
+            "detectors:\n  spikes:\n    z_threshold: high\n",
+            3,
+            "detectors.spikes.z_threshold",
+            "expected a number, got a string",
+        ),
+        (
+            "detectors:\n  spikes:\n    min_window: 2.5\n",
+            3,
+            "detectors.spikes.min_window",
+            "expected an integer, got a number",
+        ),
+        (
+            "detectors:\n  spikes:\n    min_window: true\n",
+            3,
+            "detectors.spikes.min_window",
+            "expected an integer, got true/false",
+        ),
+        ("detectors:\n  spikes: {severity: fatal}\n", 2, "detectors.spikes.severity", "not one of"),
+        ("detectors:\n  spikes: {enabled: 1}\n", 2, "detectors.spikes.enabled", "true or false"),
+        ("detectors:\n  spikes: [1]\n", 2, "detectors.spikes", "expected a mapping, got a list"),
+        ("ignore:\n  - detector: spikes\n", 2, "ignore[0]", "missing 'reason'"),
+        ("ignore:\n  - reason: x\n", 2, "ignore[0]", "missing 'detector'"),
+        (
+            "ignore:\n  - {detector: spikes, reason: x, steps: [5, 1]}\n",
+            2,
+            "ignore[0].steps",
+            "first step 5 is after last step 1",
+        ),
+        (
+            "ignore:\n  - {detector: spikez, reason: x}\n",
+            2,
+            "ignore[0].detector",
+            "did you mean 'spikes'",
+        ),
+        ("ignore:\n  - {detector: spikes, reson: x}\n", 2, "ignore[0].reson", "did you mean"),
+        ("ignore: {detector: spikes}\n", 1, "ignore", "expected a list of rules"),
+        ("report:\n  outputs: [html, pdf]\n", 2, "report.outputs[1]", "'pdf' is not one of"),
+        ("report:\n  comment: maybe\n", 2, "report.comment", "expected true or false"),
+        ("report:\n  artifact_name: a/b\n", 2, "report.artifact_name", "not allowed"),
+        ("format: parquet\n", 1, "format", "'parquet' is not one of"),
+        ("format: {'[x': csv}\n", 1, "format.[x", "invalid glob"),
+        ("metrics:\n  aliases: {a: 3}\n", 2, "metrics.aliases.a", "expected a string"),
+        ("metrics:\n  alias: {}\n", 2, "metrics.alias", "did you mean 'aliases'"),
+        ("allow_empty: yes please\n", 1, "allow_empty", "expected true or false"),
+        ("paths: []\npaths: [a]\n", 2, "paths", "duplicate key (first at line 1)"),
+    ],
+)
+def test_errors_name_line_key_and_problem(text: str, line: int, key: str, fragment: str) -> None:
+    error = _error(text)
+    assert error.line == line, str(error)
+    assert error.key == key, str(error)
+    assert fragment in error.problem, str(error)
+    assert str(error).startswith(f"{SOURCE}:{line}: {key}: ")
+
+
+def test_top_level_must_be_a_mapping() -> None:
+    error = _error("- a\n- b\n")
+    assert (error.line, error.problem) == (1, "expected a mapping, got a list")
+
+
+def test_yaml_syntax_error_has_a_line() -> None:
+    error = _error("paths: [a\nfail_on: error\n")
+    assert error.line is not None and error.line >= 2
+    assert "invalid YAML" in str(error)
+
+
+def test_params_post_init_errors_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    @dataclass(frozen=True)
+    class Strict:
+        window: int = 5
+        """A window."""
+
+        def __post_init__(self) -> None:
+            if self.window < 1:
+                raise ValueError("window must be >= 1")
+
+    _register(monkeypatch, "strict", Strict)
+    error = _error("detectors:\n  strict:\n    window: 0\n")
+    assert error.key == "detectors.strict" and "window must be >= 1" in error.problem
+
+
+def test_cli_prints_the_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / SOURCE
+    path.write_text("paths: []\ndetectors:\n  spikes:\n    z_treshold: 3\n")
+    code = main(["check-config", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1] == (
+        f"trainspotter: error: {path}:4: detectors.spikes.z_treshold: unknown parameter "
+        "(did you mean 'z_threshold'?)"
+    )
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+class _FakeDetector:
+    summary = "a detector registered by a test"
+
+    def __init__(self, name: str, params: type) -> None:
+        self.name = name
+        self.Params = params
+
+    def detect(self, run: Run, params: Any) -> list[Finding]:
+        return []
+
+
+def _register(monkeypatch: pytest.MonkeyPatch, name: str, params: type) -> None:
+    monkeypatch.setitem(DETECTORS, name, _FakeDetector(name, params))
+
+
+@dataclass(frozen=True)
+class _NewParams:
+    threshold: float = 2.5
+    """How far is too far."""
+    mode: Literal["fast", "exact"] = "fast"
+    """Which algorithm."""
+    metrics: tuple[str, ...] = ("train/loss",)
+    """Metrics to watch."""
+    limit: int | None = None
+    """Optional cap."""
+    strict: bool = False
+
+
+def test_a_new_detector_is_configurable_without_edits(monkeypatch: pytest.MonkeyPatch) -> None:
+    _register(monkeypatch, "brand_new", _NewParams)
+    config = parse_config(
+        "detectors:\n  brand_new:\n    threshold: 3\n    mode: exact\n"
+        "    metrics: [eval/loss, train/loss]\n    limit: 7\n    strict: true\n",
+        SOURCE,
+    )
+    assert config.detectors["brand_new"].params == _NewParams(
+        3.0, "exact", ("eval/loss", "train/loss"), 7, True
+    )
+    assert parse_config("detectors:\n  brand_new: {limit: null}\n").detectors[
+        "brand_new"
+    ].params == _NewParams(limit=None)
+    for text, fragment in [
+        ("mode: slow", "expected one of 'fast', 'exact'"),
+        ("metrics: eval/loss", "expected a list of (a string)"),
+        ("limit: many", "expected an integer or null"),
+        ("thresold: 1", "did you mean 'threshold'"),
+    ]:
+        error = _error(f"detectors:\n  brand_new:\n    {text}\n")
+        assert fragment in error.problem, str(error)
+    schema = config_schema()["properties"]["detectors"]["properties"]["brand_new"]
+    props = schema["anyOf"][1]["properties"]
+    assert props["threshold"] == {
+        "type": "number",
+        "default": 2.5,
+        "description": "How far is too far.",
+    }
+    assert props["mode"]["enum"] == ["fast", "exact"]
+    assert props["metrics"]["items"] == {"type": "string"}
+    assert "brand_new:" in default_config_yaml()
+    assert "`detectors.brand_new`" in reference_markdown()
+
+
+def test_every_registered_param_is_documented_and_round_trips() -> None:
+    """`init`'s file is valid, holds every detector and parameter, and parses to the
+    defaults; it also validates against the shipped schema."""
+    text = default_config_yaml()
+    config = parse_config(text, SOURCE)
+    assert set(config.detectors) == set(DETECTORS)
+    for name, settings in config.detectors.items():
+        assert settings.enabled and settings.severity is None
+        assert settings.params == DETECTORS[name].Params(), name
+        for spec in detector_params(name):
+            assert f"    {spec.name}: " in text
+            assert spec.name not in ("enabled", "severity"), "reserved key used as a parameter"
+    jsonschema.validate(yaml.safe_load(text), config_schema())
+
+
+def test_shipped_schema_is_the_generated_one() -> None:
+    shipped = SCHEMA_PATH.read_text(encoding="utf-8")
+    assert shipped == schema_text(), (
+        "trainspotter/schemas/config.schema.json is stale: run "
+        "`python -m trainspotter.config --write` (a detector or parameter changed)"
+    )
+    jsonschema.Draft202012Validator.check_schema(json.loads(shipped))
+
+
+def test_readme_reference_is_the_generated_one() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index(README_START) + len(README_START)
+    end = readme.index(README_END)
+    assert readme[start:end] == "\n\n" + reference_markdown() + "\n", (
+        "README's .trainspotter.yml reference is stale: run `python -m trainspotter.config --write`"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fail_on: eror\n",
+        "pahts: []\n",
+        "detectors: {spikes: {z_treshold: 1}}\n",
+        "ignore: [{detector: spikes}]\n",
+        "report: {outputs: [pdf]}\n",
+    ],
+)
+def test_schema_and_parser_agree_on_invalid_files(text: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_config(text, SOURCE)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(yaml.safe_load(text), config_schema())
+
+
+# --------------------------------------------------------------------------- files, CLI
+
+
+def test_found_in_the_working_folder_or_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert load_config() == Config()
+    (tmp_path / ".trainspotter.yaml").write_text("fail_on: info\n")
+    assert load_config().fail_on is Severity.INFO
+    assert load_config().source == ".trainspotter.yaml"
+    (tmp_path / ".trainspotter.yml").write_text("fail_on: warning\n")
+    assert load_config().fail_on is Severity.WARNING  # .yml wins over .yaml
+    other = tmp_path / "ci.yml"
+    other.write_text("fail_on: error\n")
+    assert load_config(other).fail_on is Severity.ERROR
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.yml")
+
+
+def test_init_writes_once_and_check_config_accepts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["check-config"]) == 2
+    assert "no config file" in capsys.readouterr().err
+    assert main(["init"]) == 0
+    written = (tmp_path / SOURCE).read_text()
+    assert written == default_config_yaml()
+    assert main(["init"]) == 2
+    assert "already exists; not overwriting it" in capsys.readouterr().err
+    assert (tmp_path / SOURCE).read_text() == written
+    assert main(["check-config"]) == 0
+    assert capsys.readouterr().out.startswith(f"{SOURCE}: OK")
+
+
+# --------------------------------------------------------------------------- suppression
+
+
+def _finding(detector: str = "spikes", metric: str = "train/loss", start: int = 10) -> Finding:
+    return Finding(detector, "t", Severity.ERROR, metric, start, start + 5, "m", id="F1")
+
+
+def test_ignore_rule_matching() -> None:
+    rule = IgnoreRule("spikes", "why", metric="train/*", steps=(0, 100), path="runs/**")
+    assert rule.matches(_finding(), "runs/a/log.csv")
+    assert not rule.matches(_finding(detector="plateau"), "runs/a/log.csv")
+    assert not rule.matches(_finding(metric="eval/loss"), "runs/a/log.csv")
+    assert not rule.matches(_finding(start=98), "runs/a/log.csv"), "must lie within the range"
+    assert not rule.matches(_finding(), "other/log.csv")
+    assert IgnoreRule("*", "why").matches(_finding(detector="anything"), "x")
+
+
+def test_suppressed_findings_are_marked_not_hidden() -> None:
+    run = Run(metrics={}, source_format="csv", source_path="runs/a.csv")
+    analysis = Analysis(run, [_finding(), _finding("plateau")], [], ["spikes", "plateau"])
+    config = dataclasses.replace(Config(), ignore=(IgnoreRule("spikes", "known bad shard"),))
+    result = config.suppress(analysis)
+    assert [f.suppressed for f in result.findings] == ["known bad shard", None]
+    assert len(result.findings) == 2
+    assert result.counts()["error"] == 1
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("runs/**", "runs/a/b/c.csv", True),
+        ("runs/*", "runs/a", True),
+        ("runs/*", "runs/a/events", True),  # a folder pattern covers what is inside
+        ("**/trainer_state.json", "trainer_state.json", True),
+        ("**/trainer_state.json", "out/checkpoint-5/trainer_state.json", True),
+        ("*.csv", "a/b.csv", False),
+        ("logs/[ab].csv", "logs/a.csv", True),
+        ("logs/[!ab].csv", "logs/a.csv", False),
+        ("./logs/*.csv", "logs/x.csv", True),
+    ],
+)
+def test_path_globs(pattern: str, path: str, expected: bool) -> None:
+    assert path_matches(pattern, path) is expected
+
+
+def test_module_regenerates_schema_and_readme(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_START}\nold\n{README_END}\nrest\n")
+    text = config_module.replace_readme_reference(readme.read_text(), "NEW\n")
+    assert text == f"intro\n{README_START}\n\nNEW\n\n{README_END}\nrest\n"
