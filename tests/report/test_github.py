@@ -15,7 +15,7 @@ COMMAND = re.compile(r"^::(error|warning|notice) file=[^,:]*,title=[^,:]*::[^\r\
 
 
 def test_one_command_per_finding(divergent: Analysis) -> None:
-    text = REPORTS["github"].render([divergent], RenderOptions())
+    text = REPORTS["github"].render([divergent], RenderOptions(fail_on=Severity.INFO))
     lines = text.splitlines()
     assert len(lines) == 3 and text.endswith("\n")
     assert all(COMMAND.match(line) for line in lines)
@@ -29,7 +29,7 @@ def test_one_command_per_finding(divergent: Analysis) -> None:
 
 
 def test_hostile_text_cannot_start_a_command(hostile: Analysis) -> None:
-    text = render_annotations([hostile])
+    text = render_annotations([hostile], Severity.INFO)
     for line in text.splitlines():
         assert COMMAND.match(line), line
     assert "\x1b" not in text and "\r" not in text
@@ -55,7 +55,7 @@ def test_at_most_ten_per_kind_then_one_notice() -> None:
         for sev, count in ((Severity.ERROR, 25), (Severity.WARNING, 3), (Severity.INFO, 12))
         for i in range(count)
     ]
-    text = render_annotations([analysis_of(run, findings)])
+    text = render_annotations([analysis_of(run, findings)], Severity.INFO)
     lines = text.splitlines()
     kinds = [line.split(" ", 1)[0] for line in lines]
     assert kinds.count("::error") == 10
@@ -68,3 +68,12 @@ def test_at_most_ten_per_kind_then_one_notice() -> None:
 
 def test_empty_when_healthy(healthy: Analysis) -> None:
     assert render_annotations([healthy]) == ""
+
+
+def test_info_is_annotated_only_when_the_gate_fails_on_info() -> None:
+    run = divergent_run()
+    note = Finding("plateau", "train/loss converged", Severity.INFO, "train/loss", 5, 9, "m")
+    analysis = analysis_of(run, [note])
+    assert render_annotations([analysis]) == ""
+    assert render_annotations([analysis], Severity.ERROR) == ""
+    assert render_annotations([analysis], Severity.INFO).startswith("::notice ")

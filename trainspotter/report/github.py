@@ -63,12 +63,18 @@ def annotation(finding: Finding, path: str) -> str:
     return f"::{COMMAND[finding.severity]} {properties}::{workflow_message(message)}"
 
 
-def render_annotations(analyses: Sequence[Analysis]) -> str:
-    """The command lines for every log, capped per kind, with a summary notice."""
+def render_annotations(analyses: Sequence[Analysis], fail_on: Severity = Severity.WARNING) -> str:
+    """The command lines for every log, capped per kind, with a summary notice.
+
+    Info findings (a converged tail, a recognised restart schedule) become notices only
+    when the gate fails on info: a healthy run must pass a PR check in silence.
+    """
+    lowest = min(fail_on, Severity.WARNING)
     by_severity: dict[Severity, list[tuple[Finding, str]]] = {s: [] for s in SEVERITIES_WORST_FIRST}
     for analysis in analyses:
         for finding in active_findings(analysis):
-            by_severity[finding.severity].append((finding, log_file(analysis.run)))
+            if finding.severity >= lowest:
+                by_severity[finding.severity].append((finding, log_file(analysis.run)))
     overflow = any(len(items) > PER_KIND_LIMIT for items in by_severity.values())
     lines: list[str] = []
     left_out: dict[Severity, int] = {}
@@ -98,7 +104,7 @@ class GithubReport:
     description = "GitHub Actions annotations (::error/::warning/::notice), 10 per kind"
 
     def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return render_annotations(analyses)
+        return render_annotations(analyses, options.fail_on)
 
 
 REPORT = GithubReport()

@@ -28,6 +28,7 @@ from trainspotter.report.common import (
     counts_phrase,
     display_path,
     findings_root_cause_first,
+    plural,
     step_range,
     total_counts,
     worst_severity,
@@ -71,6 +72,10 @@ def _headline(analyses: Sequence[Analysis]) -> list[_Piece]:
     logs = f" in {len(analyses)} logs" if len(analyses) > 1 else ""
     if worst is None:
         head = f"## trainspotter: {_badge(None)}, no findings{logs}\n"
+    elif worst is Severity.INFO:
+        # Notes only (a converged tail, a recognised schedule): the run is healthy.
+        notes = plural(total_counts(analyses)[Severity.INFO], "info")
+        head = f"## trainspotter: {_badge(None)}, no warnings or errors ({notes}){logs}\n"
     else:
         head = f"## trainspotter: {_badge(worst)}: {counts_phrase(total_counts(analyses))}{logs}\n"
     pieces = [_Piece(head, ALWAYS)]

@@ -70,11 +70,14 @@ def _verdict(analysis: Analysis, style: _Style) -> str:
     suppressed = sum(1 for f in analysis.findings if f.suppressed is not None)
     if suppressed:
         parts.append(f"{suppressed} suppressed")
-    if worst is None:
+    if worst is None or worst is Severity.INFO:
         if not analysis.detectors_run:
             return "no detectors ran"
-        return style.paint("healthy: no findings", "\x1b[1;32m") + (
-            f" ({', '.join(parts[3:])})" if suppressed else ""
+        # Info findings (a converged tail, a recognised restart schedule) are notes, not
+        # problems: the verdict stays "healthy" so a good run reads as one.
+        notes = [p for p in parts[2:] if not p.startswith("0 ")]
+        return style.paint("healthy: no warnings or errors", "\x1b[1;32m") + (
+            f" ({', '.join(notes)})" if notes else ""
         )
     return style.paint(f"{worst.label.upper()}: ", _COLOR[worst]) + ", ".join(parts)
 
