@@ -97,3 +97,18 @@ def test_pathological_examples_are_caught_at_the_right_steps(
         f"{run}/{file}: expected {pathology['detector']} near steps {lo}-{hi} "
         f"({pathology['kind']}); got: {_describe(result.findings) or 'nothing'}"
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(EXAMPLES.glob("*/trainer_state.json")) + sorted(EXAMPLES.glob("*/metrics.csv")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_every_finding_says_where_why_and_what_to_do(path: Path) -> None:
+    for finding in _analysis(path).findings:
+        assert finding.step_start <= finding.step_end
+        assert finding.title and finding.message and finding.evidence, finding
+        assert any(ch.isdigit() for ch in finding.message), f"no number in: {finding.message}"
+        if finding.severity >= Severity.WARNING:  # an info note may need no action
+            assert finding.fixes, f"{finding.detector} gives no fix"
+        assert all(fix[:1].isupper() for fix in finding.fixes), finding.fixes

@@ -148,10 +148,10 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
             "evaluations": int(y.size),
         },
         fixes=(
-            "evaluate on a larger eval set: the jitter shrinks as 1/sqrt(number of examples)",
-            "make evaluation deterministic: model.eval() (no dropout), one fixed eval subset "
+            "Evaluate on a larger eval set: the jitter shrinks as 1/sqrt(number of examples)",
+            "Make evaluation deterministic: model.eval() (no dropout), one fixed eval subset "
             "in a fixed order, no sampling",
-            "pick checkpoints by a smoothed eval curve (median of 3-5 evaluations) or average "
+            "Pick checkpoints by a smoothed eval curve (median of 3-5 evaluations) or average "
             "the weights of the last checkpoints",
         ),
     )

@@ -249,11 +249,11 @@ def _explosion_finding(
     if blowup:
         evidence["loss_blowup"] = blowup
     fixes = (
-        "enable gradient clipping (max_norm=1.0), or lower it if it is already on",
-        "lower the peak LR by 3-10x, and add or lengthen the warmup",
-        f"inspect the batches around step {start_step}: a corrupted or extreme batch "
+        "Enable gradient clipping (max_norm=1.0), or lower it if it is already on",
+        "Lower the peak LR by 3-10x, and add or lengthen the warmup",
+        f"Inspect the batches around step {start_step}: a corrupted or extreme batch "
         "(inputs or labels out of range) gives one huge gradient",
-        "in mixed precision, prefer bf16, or check that the loss scaler is working",
+        "In mixed precision, prefer bf16, or check that the loss scaler is working",
     )
     return Finding(
         detector="grad_norm",
@@ -336,7 +336,7 @@ def _saturation(metric: str, series: Series, params: GradNormParams) -> Finding 
         fixes=(
             "log the pre-clip norm (transformers' Trainer does) to see how far above the "
             "clip the gradients are, then raise max_grad_norm towards their typical value",
-            "lower the LR or add warmup: gradients that always exceed the clip often come "
+            "Lower the LR or add warmup: gradients that always exceed the clip often come "
             "from an LR too high for the model",
             "check for a loss or input scale bug (a sum instead of a mean) that inflates "
             "every gradient",

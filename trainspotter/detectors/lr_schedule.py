@@ -14,11 +14,11 @@ from trainspotter.model import Finding, Run, Series, Severity
 FloatArray = npt.NDArray[np.float64]
 
 FIXES_JUMP = (
-    "check how the run was resumed: load the scheduler's state with the checkpoint "
+    "Check how the run was resumed: load the scheduler's state with the checkpoint "
     "(transformers: resume_from_checkpoint=...; PyTorch: scheduler.load_state_dict)",
-    "check for code that sets param_group['lr'] directly, or a second scheduler on the same "
+    "Check for code that sets param_group['lr'] directly, or a second scheduler on the same "
     "optimiser",
-    "if this change is deliberate (a new training stage), suppress it in .trainspotter.yml",
+    "If this change is deliberate (a new training stage), suppress it in .trainspotter.yml",
 )
 
 
@@ -275,9 +275,9 @@ class _Analysis:
                 "rising_fraction": float((top_step - self.x[0]) / self.span),
             },
             fixes=(
-                "make warmup_steps (or warmup_ratio x total steps) much smaller than the run: "
+                "Make warmup_steps (or warmup_ratio x total steps) much smaller than the run: "
                 "1-10% of it; check that it is counted in optimiser steps, not samples",
-                "check max_steps / num_train_epochs: a schedule built for a longer run stops "
+                "Check max_steps / num_train_epochs: a schedule built for a longer run stops "
                 "mid-warmup when training is cut short",
             ),
         )
@@ -324,10 +324,10 @@ class _Analysis:
                 "instability": unstable,
             },
             fixes=(
-                "add a linear warmup over the first 1-5% of steps (transformers: "
+                "Add a linear warmup over the first 1-5% of steps (transformers: "
                 "warmup_ratio=0.03 or warmup_steps=...)",
-                "lower the peak LR by 3-10x",
-                "enable gradient clipping (max_norm=1.0)",
+                "Lower the peak LR by 3-10x",
+                "Enable gradient clipping (max_norm=1.0)",
             ),
         )
 
@@ -602,9 +602,9 @@ class _Analysis:
             message=message,
             evidence=evidence,
             fixes=(
-                "match the schedule's horizon to the run: set the decay length (T_max, "
+                "Match the schedule's horizon to the run: set the decay length (T_max, "
                 "num_training_steps, milestones) from the real number of optimiser steps",
-                "if the LR was cut by a step or plateau schedule, use fewer or smaller cuts "
+                "If the LR was cut by a step or plateau schedule, use fewer or smaller cuts "
                 "(gamma 0.1 -> 0.3), or stop the run where it stops learning",
             ),
         )

@@ -178,12 +178,12 @@ def _check(metric: str, evals: Series, train: Series, params: OverfittingParams)
             "train_trend_p": change.p_value,
         },
         fixes=(
-            f"load the checkpoint at step {best_step} (best {metric} {best_value:.4g}), or "
+            f"Load the checkpoint at step {best_step} (best {metric} {best_value:.4g}), or "
             "keep the best checkpoint automatically (transformers: load_best_model_at_end=True "
             "with metric_for_best_model)",
-            f"stop earlier: early stopping on {metric} with a patience of a few evaluations",
-            "regularise: weight decay (0.01-0.1), dropout, data augmentation, label smoothing",
-            "train on more data or use a smaller model",
+            f"Stop earlier: early stopping on {metric} with a patience of a few evaluations",
+            "Regularise: weight decay (0.01-0.1), dropout, data augmentation, label smoothing",
+            "Train on more data or use a smaller model",
         ),
     )
 

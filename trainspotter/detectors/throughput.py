@@ -239,13 +239,13 @@ def _check(timing: _Timing, params: ThroughputParams) -> Finding | None:
             "unit": timing.unit,
         },
         fixes=(
-            f"look for work added at step {start_step}: a debug or profiling hook, an extra "
+            f"Look for work added at step {start_step}: a debug or profiling hook, an extra "
             "forward pass or metric computed every step, more frequent logging or evaluation",
-            "check the input pipeline: starved dataloader workers (num_workers, prefetch), "
+            "Check the input pipeline: starved dataloader workers (num_workers, prefetch), "
             "slow or remote storage, a cache that stopped hitting",
-            "check the machine: another job on the same GPU/CPU, thermal throttling, a "
+            "Check the machine: another job on the same GPU/CPU, thermal throttling, a "
             "different node after a resume",
-            "if the work per step grew on purpose (batch size, sequence length), suppress "
+            "If the work per step grew on purpose (batch size, sequence length), suppress "
             "this finding in .trainspotter.yml",
         ),
     )
