@@ -64,7 +64,7 @@ test-container: $(STAMP)
 # Regenerate the Docker image's pinned, hashed requirements from pyproject.toml.
 lock: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'uv>=0.5'
-	$(BIN)/uv pip compile pyproject.toml --extra tensorboard --universal \
+	$(BIN)/uv pip compile pyproject.toml --extra tensorboard --extra fast --universal \
 	  --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
 	  -o requirements/docker.txt
 

@@ -2,6 +2,7 @@
 
 Subcommands:
   analyze PATH...   read each log, run the detectors, print or write a report
+  watch PATH...     follow growing logs, print findings as they appear
   detectors         list the detector ids, what each finds, and its defaults
   explain ID        print a detector's documentation (its docstring)
   gate [PATTERN...] the CI gate: expand globs, analyse every log, write every output
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from trainspotter import __version__
 from trainspotter.analysis import Analysis
+from trainspotter.batch import analyze_paths, default_jobs
 from trainspotter.config import CONFIG_NAMES, ConfigError, default_config_yaml, load_config
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import (
@@ -35,7 +37,7 @@ from trainspotter.errors import (
     TrainspotterError,
     UsageError,
 )
-from trainspotter.gate import GateOptions, analyze_paths, fence_workflow_commands, run_gate
+from trainspotter.gate import GateOptions, fence_workflow_commands, run_gate
 from trainspotter.model import Severity
 from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions
@@ -99,12 +101,84 @@ def build_parser() -> argparse.ArgumentParser:
     )
     analyze_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
     analyze_cmd.add_argument("--verbose", action="store_true", help="also list every metric")
+    analyze_cmd.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="analyse up to N logs at once, one process each (default: the number of cores)",
+    )
+    _add_watch_command(sub)
 
     sub.add_parser("detectors", help="list the detectors and their defaults")
     explain_cmd = sub.add_parser("explain", help="print a detector's documentation")
     explain_cmd.add_argument("detector", metavar="ID", help="a detector id")
     _add_gate_commands(sub)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
+    """`watch`: follow growing logs (see `trainspotter.watch`)."""
+    watch_cmd = sub.add_parser(
+        "watch",
+        help="follow growing logs and print findings as they appear",
+        description="Follow each log (file, folder or glob; new matches are picked up, missing "
+        "files are waited for), read only what is appended, and print every finding that is "
+        "new or grew. Ctrl-C stops with a summary (exit 130).",
+    )
+    watch_cmd.add_argument(
+        "paths", nargs="+", metavar="PATH", help="log file or folder, or a glob pattern"
+    )
+    watch_cmd.add_argument(
+        "--interval", type=_positive_float, default=2.0, metavar="S", help="seconds between polls"
+    )
+    watch_cmd.add_argument(
+        "--fail-on",
+        choices=[s.label for s in Severity],
+        default=None,
+        help="exit 1 at the first finding at or above this severity",
+    )
+    watch_cmd.add_argument(
+        "--idle-exit",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="stop (with the final analysis and summary) once no log grew for S seconds",
+    )
+    watch_cmd.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
+    )
+    watch_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
+    watch_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
+    watch_cmd.add_argument(
+        "--exec",
+        dest="exec_command",
+        nargs=argparse.REMAINDER,
+        default=None,
+        metavar="CMD",
+        help="last option: run CMD ARGS... (no shell) for each new finding, with the "
+        "finding's JSON on stdin",
+    )
 
 
 def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -136,6 +210,13 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     gate_cmd.add_argument(
         "--allow-empty", action="store_true", help="a pattern matching nothing is not an error"
+    )
+    gate_cmd.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="analyse up to N logs at once, one process each (default: the number of cores)",
     )
     gate_cmd.add_argument(
         "--github",
@@ -175,7 +256,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     """Read, analyse, render; exit by the worst severity."""
     config = load_config(args.config)
     fail_on = Severity.parse(args.fail_on) if args.fail_on else config.fail_on
-    analyses: list[Analysis] = analyze_paths(args.paths, config, fmt=args.format, run_name=args.run)
+    analyses: list[Analysis] = analyze_paths(
+        args.paths,
+        config,
+        fmt=args.format,
+        run_name=args.run,
+        jobs=args.jobs or default_jobs(),
+        progress=sys.stderr if sys.stderr.isatty() else None,
+    )
     color = args.out is None and args.output == "terminal" and _use_color(sys.stdout)
     render = RenderOptions(color=color, fail_on=fail_on, verbose=args.verbose)
     text = REPORTS[args.output].render(analyses, render)
@@ -195,6 +283,28 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def _defaults(params_type: type) -> str:
     fields = dataclasses.fields(params_type) if dataclasses.is_dataclass(params_type) else ()
     return ", ".join(f"{f.name}={f.default!r}" for f in fields)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Follow the logs until --fail-on, --idle-exit or a signal (see `trainspotter.watch`)."""
+    from trainspotter.watch import WatchOptions, validate, watch
+
+    if args.exec_command == []:  # `--exec` given, nothing after it
+        raise UsageError("--exec needs a command")
+    options = validate(
+        WatchOptions(
+            patterns=tuple(args.paths),
+            config=load_config(args.config),
+            fmt=args.format,
+            run_name=args.run,
+            interval=args.interval,
+            fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
+            exec_command=tuple(args.exec_command or ()),
+            idle_exit=args.idle_exit,
+            color=_use_color(sys.stdout),
+        )
+    )
+    return watch(options)
 
 
 def cmd_detectors(args: argparse.Namespace) -> int:
@@ -256,6 +366,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         outputs=outputs,
         github=github,
         color=_use_color(sys.stdout),
+        jobs=args.jobs or default_jobs(),
+        progress=sys.stderr if sys.stderr.isatty() else None,
     )
     return run_gate(options, sys.stdout, sys.stderr).exit_code
 
@@ -298,6 +410,7 @@ COMMANDS = {
     "gate": cmd_gate,
     "init": cmd_init,
     "check-config": cmd_check_config,
+    "watch": cmd_watch,
 }
 
 

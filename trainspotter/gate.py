@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import TextIO
 
 from trainspotter.analysis import Analysis, analyze
+from trainspotter.batch import analyze_targets
 from trainspotter.config import Config, glob_problem
 from trainspotter.errors import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
     EXIT_OK,
-    InputError,
     TrainspotterError,
     UsageError,
 )
@@ -351,6 +351,10 @@ class GateOptions:
     color: bool = False
     comment: bool | None = None
     """Write comment.md; None: the config's `report.comment`."""
+    jobs: int | None = None
+    """Processes for reading and analysing logs; None: one per core."""
+    progress: TextIO | None = None
+    """Where to draw a progress bar for long work (stderr on a TTY); None: no bar."""
     artifact_note: str | None = None
     """A Markdown line (our own text, trusted) appended to the summary and the comment,
     e.g. where to download the HTML reports."""
@@ -489,12 +493,15 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
     )
     analyses: list[Analysis] = []
     failures = list(collected.failures)
-    for target in collected.targets:
-        try:
-            analyses.append(read_and_analyze(target, config, None))
-        except TrainspotterError as exc:
-            problem = getattr(exc, "problem", None) or str(exc)
+    results = analyze_targets(
+        collected.targets, config, jobs=options.jobs, progress=options.progress
+    )
+    for target, result in zip(collected.targets, results, strict=True):
+        if isinstance(result, TrainspotterError):
+            problem = getattr(result, "problem", None) or str(result)
             failures.append(Problem(target.display, str(problem)))
+        else:
+            analyses.append(result)
 
     worst_list = [a.worst for a in analyses if a.worst is not None]
     worst = max(worst_list) if worst_list else None
@@ -583,30 +590,11 @@ def _with_format(config: Config, fmt: str) -> Config:
     return dataclasses.replace(config, format=fmt, formats={})
 
 
-def analyze_paths(
-    paths: Sequence[str],
-    config: Config,
-    *,
-    fmt: str | None = None,
-    run_name: str | None = None,
-    base: Path | None = None,
-) -> list[Analysis]:
-    """`trainspotter analyze`: each PATH (a file, a folder or a glob pattern) read and
-    analysed with the config; the first unreadable log or empty pattern raises."""
-    base = base or Path(".")
-    collected = expand_patterns(paths, base=base, allow_empty=config.allow_empty, config=config)
-    if collected.failures:
-        first = collected.failures[0]
-        raise InputError(first.display, first.reason)
-    return [read_and_analyze(t, config, fmt, run_name) for t in collected.targets]
-
-
 __all__ = [
     "GateOptions",
     "GateResult",
     "LogTarget",
     "Problem",
-    "analyze_paths",
     "expand_patterns",
     "report_file_name",
     "run_gate",

@@ -16,7 +16,7 @@ from readers_support import assert_well_formed
 from trainspotter.errors import InputError
 from trainspotter.readers import detect_format, read_log
 
-pytest.importorskip("tbparse")
+pytest.importorskip("tensorboard.compat.proto.event_pb2")
 tensorboardX = pytest.importorskip("tensorboardX")
 tb_summary = pytest.importorskip("tensorboard.summary")
 
@@ -149,9 +149,11 @@ def test_truncated_event_file_keeps_what_was_written(tmp_path: Path) -> None:
     assert 0 < len(run.metrics["train/loss"]) < 50
 
 
-def test_without_tbparse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_simple_value(tmp_path, {"loss": [(0, 1.0)]})
-    monkeypatch.setitem(sys.modules, "tbparse", None)
+    # The reader needs TensorBoard's protobuf classes (the extra), not tbparse.
+    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto", None)
+    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto.event_pb2", None)
     with pytest.raises(InputError) as caught:
         read_log(tmp_path)
     assert caught.value.problem == (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from trainspotter.errors import InputError
@@ -72,6 +73,58 @@ def decode_head(head: bytes, display: str) -> str:
 def read_text(path: Path, display: str) -> str:
     """The whole file as UTF-8 text, with the shared one-line errors."""
     return decode_text(read_bytes(path, display), display)
+
+
+TEXT_BLOCK_BYTES = 8 << 20
+"""Bytes read at a time by `read_text_pieces`."""
+
+
+def read_text_pieces(
+    path: Path, display: str, block: int = TEXT_BLOCK_BYTES
+) -> Iterator[tuple[int, str]]:
+    """The file's text in pieces, each ending at a line break (the last at the end of the
+    file), with `read_text`'s checks and one-line errors; yields (byte offset, text).
+    The pieces joined are `read_text(path)`, so a line-based reader can parse a large
+    file without holding all its text, and all its lines, at once."""
+    if path.is_dir():
+        raise InputError(display, "is a folder, not a file")
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    with handle:
+        try:
+            head = handle.read(BINARY_PROBE_BYTES)
+            if not head:
+                raise InputError(display, "file is empty")
+            check_text_bytes(head, display)
+            handle.seek(0)
+            offset, pending = 0, b""
+            while True:
+                data = handle.read(block)
+                if not data:
+                    break
+                data = pending + data if pending else data
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = data
+                    continue
+                yield offset, _decode_piece(data[:cut], offset, display)
+                offset, pending = offset + cut, data[cut:]
+        except OSError as exc:
+            raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+        if pending:
+            yield offset, _decode_piece(pending, offset, display)
+
+
+def _decode_piece(data: bytes, offset: int, display: str) -> str:
+    try:
+        return data.decode("utf-8-sig" if offset == 0 else "utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 1].hex()
+        raise InputError(
+            display, f"not UTF-8 text (byte 0x{bad} at offset {offset + exc.start})"
+        ) from None
 
 
 def numbered_subfolders(folder: Path, prefix: str) -> list[tuple[int, Path]]:

@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import csv
 import enum
+import io
 import re
 import warnings
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -482,10 +484,14 @@ MAX_RECORD_CELLS = 100_000_000
 
 
 class RecordTableBuilder:
-    """Accumulates JSON objects (one per row) into a `Table`; keys are flattened with `/`."""
+    """Accumulates JSON objects (one per row) into a `Table`; keys are flattened with `/`.
+
+    Cells are kept in compact typed arrays (8 bytes a cell, not a Python float object and a
+    list slot), so a million-row log costs tens of MB here, not hundreds. Rows can be added
+    at any time, also after `table()` (`trainspotter watch` appends as a log grows)."""
 
     def __init__(self) -> None:
-        self._cells: dict[str, tuple[list[int], list[float]]] = {}
+        self._cells: dict[str, tuple[array[int], array[float]]] = {}
         self._garbage: Counter[str] = Counter()
         self._not_scalar: Counter[str] = Counter()
         self.row_count = 0
@@ -500,7 +506,7 @@ class RecordTableBuilder:
             if type(value) is float:
                 entry = cells.get(name)
                 if entry is None:
-                    entry = cells[name] = ([], [])
+                    entry = cells[name] = (array("q"), array("d"))
                 entry[0].append(row)
                 entry[1].append(value)
             elif isinstance(value, dict):
@@ -512,14 +518,30 @@ class RecordTableBuilder:
     def _add_cell(self, row: int, name: str, value: object) -> None:
         cell = json_cell(value)
         if isinstance(cell, float):
-            rows, values = self._cells.setdefault(name, ([], []))
-            rows.append(row)
-            values.append(cell)
+            entry = self._cells.get(name)
+            if entry is None:
+                entry = self._cells[name] = (array("q"), array("d"))
+            entry[0].append(row)
+            entry[1].append(cell)
         elif cell is Cell.GARBAGE:
-            self._cells.setdefault(name, ([], []))
+            if name not in self._cells:
+                self._cells[name] = (array("q"), array("d"))
             self._garbage[name] += 1
         elif cell is Cell.NOT_SCALAR:
             self._not_scalar[name] += 1
+
+    def marks(self) -> dict[str, int]:
+        """How many values each key holds now (for `values_since`)."""
+        return {name: len(entry[1]) for name, entry in self._cells.items()}
+
+    def values_since(self, marks: dict[str, int]) -> dict[str, FloatArray]:
+        """Per key, the numeric values added after `marks` was taken, in row order."""
+        out: dict[str, FloatArray] = {}
+        for name, (_, values) in self._cells.items():
+            start = marks.get(name, 0)
+            if len(values) > start:
+                out[name] = np.frombuffer(values, dtype=np.float64)[start:].copy()
+        return out
 
     def table(self, display: str) -> Table:
         """The accumulated rows as a dense Table; InputError when keys x rows is too large
@@ -534,8 +556,8 @@ class RecordTableBuilder:
         for name, (rows, values) in self._cells.items():
             dense = np.full(self.row_count, np.nan, dtype=np.float64)
             present = np.zeros(self.row_count, dtype=bool)
-            index = np.asarray(rows, dtype=np.int64)
-            dense[index] = np.asarray(values, dtype=np.float64)
+            index = np.frombuffer(rows, dtype=np.int64)
+            dense[index] = np.frombuffer(values, dtype=np.float64)
             present[index] = True
             columns[name] = NumericColumn(dense, present, self._garbage[name])
         ignored = {
@@ -679,20 +701,48 @@ def read_csv_table(path: Path, display: str, *, layout: CsvLayout | None = None)
     if layout is None:
         raise InputError(display, "no header line (the file holds only blank lines)")
 
+    frame, bad_lines = parse_csv_frame(
+        path, display, layout, skiprows=layout.skip_lines, encoding="utf-8-sig"
+    )
+    table = Table({}, len(frame))
+    if bad_lines:
+        table.meta["skipped_rows"] = len(bad_lines)
+        table.notes.append(bad_lines_note(len(bad_lines), min(bad_lines) + layout.skip_lines))
+    if layout.junk_line is not None:
+        table.notes.append(f"skipped a first line that is not the header: {layout.junk_line!r}")
+    positions, table.ignored = column_positions(list(frame.columns), display)
+    for position, name in positions:
+        table.columns[name] = numeric_column(frame.iloc[:, position])
+    return table
+
+
+def bad_lines_note(count: int, first_line: int) -> str:
+    """The note for rows with more cells than the header."""
+    return f"skipped {count} row(s) with more cells than the header (first at line {first_line})"
+
+
+def parse_csv_frame(
+    source: Path | io.BytesIO,
+    display: str,
+    layout: CsvLayout,
+    **options: Any,
+) -> tuple[pd.DataFrame, list[int]]:
+    """pandas' C parser on `source` with the cell rules (module docstring); returns the
+    frame and the (1-based, as pandas counts) line numbers of rows skipped for having more
+    cells than the header. `options` adds `read_csv` arguments (skiprows, names, ...)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             frame = pd.read_csv(
-                path,
+                source,
                 sep=layout.delimiter,
-                skiprows=layout.skip_lines,
                 keep_default_na=False,
                 na_values=[""],
                 skipinitialspace=True,
                 index_col=False,
                 on_bad_lines="warn",
-                encoding="utf-8-sig",
                 engine="c",
+                **options,
             )
         except UnicodeDecodeError as exc:
             raise InputError(display, f"not UTF-8 text ({exc.reason})") from None
@@ -701,27 +751,29 @@ def read_csv_table(path: Path, display: str, *, layout: CsvLayout | None = None)
         except Exception as exc:  # pandas' C parser raises several types; all mean bad input
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(display, f"cannot parse as CSV: {message}") from None
-
-    table = Table({}, len(frame))
     bad_lines = [int(m.group(1)) for w in caught for m in _BAD_LINE.finditer(str(w.message))]
-    if bad_lines:
-        table.meta["skipped_rows"] = len(bad_lines)
-        table.notes.append(
-            f"skipped {len(bad_lines)} row(s) with more cells than the header "
-            f"(first at line {min(bad_lines) + layout.skip_lines})"
-        )
-    if layout.junk_line is not None:
-        table.notes.append(f"skipped a first line that is not the header: {layout.junk_line!r}")
+    return frame, bad_lines
 
-    names = [str(name).strip().lstrip("\ufeff") for name in frame.columns]
+
+def column_positions(
+    raw_names: list[Any], display: str
+) -> tuple[list[tuple[int, str]], dict[str, str]]:
+    """The header's metric columns as (position, unique name), and the ignored ones.
+
+    Raises InputError when the header looks like values (no header row)."""
+    names = [str(name).strip().lstrip("\ufeff") for name in raw_names]
     if names and sum(_looks_numeric(name) for name in names) * 2 >= len(names):
         raise InputError(display, "no header row: the first line holds values, not column names")
+    positions: list[tuple[int, str]] = []
+    ignored: dict[str, str] = {}
+    taken: set[str] = set()
     for position, name in enumerate(names):
         if not name or name.startswith("Unnamed: "):
-            table.ignored[f"column {position + 1}"] = "no name"
+            ignored[f"column {position + 1}"] = "no name"
             continue
         unique, counter = name, 1
-        while unique in table.columns:
+        while unique in taken:
             unique, counter = f"{name}.{counter}", counter + 1
-        table.columns[unique] = numeric_column(frame.iloc[:, position])
-    return table
+        taken.add(unique)
+        positions.append((position, unique))
+    return positions, ignored

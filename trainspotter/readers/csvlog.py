@@ -24,6 +24,7 @@ from trainspotter.model import Run
 from trainspotter.readers._files import display_name, single_file_with_suffix
 from trainspotter.readers._tabular import (
     RunBuilder,
+    Table,
     canonical_name,
     count_unquoted,
     read_csv_table,
@@ -58,7 +59,10 @@ class CsvReader:
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)
-        table = read_csv_table(path, display)
+        return self.run_from_table(read_csv_table(path, display), display, options)
+
+    def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
+        """The Run from a parsed table (also used by `watch`, which parses incrementally)."""
         builder = RunBuilder(self.name, display)
         return table_to_run(
             table, builder, name_for=lambda raw: canonical_name(raw, options.aliases)

@@ -158,6 +158,11 @@ class HfTrainerStateReader:
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)
+        file, builder = self.prepare(path, display)
+        return self.run_from_state(self.load(file, display), builder, options)
+
+    def prepare(self, path: Path, display: str) -> tuple[Path, RunBuilder]:
+        """The trainer_state.json to read for `path` and a builder holding folder notes."""
         builder = RunBuilder(self.name, display)
         file = path
         if path.is_dir():
@@ -170,9 +175,19 @@ class HfTrainerStateReader:
             if note:
                 builder.note(note)
             builder.meta["file"] = file.relative_to(path).as_posix()
-        state = self._load(file, display)
+        return file, builder
+
+    def run_from_state(
+        self, state: dict[str, Any], builder: RunBuilder, options: ReadOptions
+    ) -> Run:
+        """The Run from a loaded trainer state (also used by `watch`)."""
+        display = builder.source_path
         history = state["log_history"]
         builder.meta["trainer_state"] = _scalar_facts(state)
+        planned = state.get("max_steps")
+        if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0:
+            # The planned length: lets detectors tell "still in warmup" from "never ends".
+            builder.meta["max_steps"] = planned
 
         entries = [entry for entry in history if isinstance(entry, dict)]
         skipped_entries = len(history) - len(entries)
@@ -226,9 +241,14 @@ class HfTrainerStateReader:
             require_metrics=False,
         )
 
-    def _load(self, file: Path, display: str) -> dict[str, Any]:
+    def load(self, file: Path, display: str) -> dict[str, Any]:
+        """The parsed trainer state; InputError for invalid JSON or a wrong shape."""
+        return self.state_from_text(read_text(file, display), display)
+
+    def state_from_text(self, text: str, display: str) -> dict[str, Any]:
+        """`load` for text already read."""
         try:
-            state = parse_json(read_text(file, display))
+            state = parse_json(text)
         except ValueError as exc:
             if hasattr(exc, "lineno") and hasattr(exc, "colno") and hasattr(exc, "msg"):
                 raise InputError(

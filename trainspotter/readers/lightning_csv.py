@@ -30,6 +30,7 @@ from trainspotter.readers._files import display_name, latest_numbered_file
 from trainspotter.readers._tabular import (
     RunBuilder,
     StepChoice,
+    Table,
     canonical_name,
     header_cells,
     read_csv_table,
@@ -97,6 +98,11 @@ class LightningReader:
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)
+        file, builder = self.prepare(path, display)
+        return self.run_from_table(read_csv_table(file, display), builder, options)
+
+    def prepare(self, path: Path, display: str) -> tuple[Path, RunBuilder]:
+        """The metrics.csv to read for `path` and a builder holding the folder notes."""
         builder = RunBuilder(self.name, display)
         file = path
         if path.is_dir():
@@ -109,7 +115,10 @@ class LightningReader:
             if note:
                 builder.note(note)
             builder.meta["file"] = file.relative_to(path).as_posix()
-        table = read_csv_table(file, display)
+        return file, builder
+
+    def run_from_table(self, table: Table, builder: RunBuilder, options: ReadOptions) -> Run:
+        """The Run from a parsed metrics.csv (also used by `watch`)."""
         names = {name.lower(): name for name in table.columns}
         step = StepChoice(names["step"]) if "step" in names else None
         return table_to_run(

@@ -97,7 +97,10 @@ class WandbReader:
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)
-        table = read_csv_table(path, display)
+        return self.run_from_table(read_csv_table(path, display), display, options)
+
+    def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
+        """The Run from a parsed export (also used by `watch`)."""
         names = list(table.columns)
         if _is_history_header(names):
             return self._read_history(table, display, options)

@@ -1,0 +1,698 @@
+"""`trainspotter watch`: follow growing training logs and report findings as they appear.
+
+What it does: every `--interval` seconds it expands the paths and globs again (new files
+that match are picked up, a path that does not exist yet is waited for), reads only what
+was appended to each log (`readers/incremental.py`: complete lines / records only, a
+half-written last line or JSON file waits for the next poll, truncation and rotation start
+over), and prints each finding that is new, or that grew (the same episode over a longer
+range or at a higher severity), once. `--fail-on LEVEL` exits 1 at the first finding at or
+above LEVEL; `--exec CMD ...` runs CMD (an argument list, never a shell) for every new
+finding, and for a finding whose severity rose, with the finding's JSON
+(`report/json_report.finding_dict`) on stdin and `TRAINSPOTTER_EVENT`, `TRAINSPOTTER_LOG`,
+`TRAINSPOTTER_SEVERITY`, `TRAINSPOTTER_DETECTOR` and `TRAINSPOTTER_METRIC` in its
+environment. Every string printed that comes from a log goes through
+`report.escape.terminal_text`.
+
+Design: the same findings as `analyze`, at a cost per poll that grows with the new data.
+The nine detectors are batch algorithms over the whole series (robust windows that scale
+with the number of points), and they belong to their authors: rewriting each as an online
+algorithm would fork their statistics, and a finding must not depend on how the log was
+cut into polls. So watch never reports anything a batch analysis did not find; it only
+decides *when* to run the batch analysis, and it makes that decision in O(new):
+
+1. **Reading is O(new).** Appended bytes are parsed and appended to capacity-doubling
+   arrays (amortised O(new)); `trainer_state.json`, rewritten whole by the Trainer, is
+   re-read only when its size, mtime or inode changed (that read is O(file): the format
+   leaves no choice).
+2. **Online checks are O(new)** per metric, on the new values only: any non-finite value;
+   an EWMA mean and mean absolute deviation with a jump test (losses, grad_norm: a value
+   more than `JUMP_SIGMAS` deviations away; lr: a change by more than `LR_RATIO` between
+   points); a one-sided CUSUM on step_time (up) and throughput (down). They cost
+   microseconds per point and only *trigger* an analysis.
+3. **Full analyses are amortised O(1) per point.** One runs (a) on the first data, (b)
+   whenever the log has grown by `growth` (10%) since the last one: with geometric growth
+   the total work over a run of n points is about n / 0.1 + n, a constant per point, (c) at
+   once when a metric logs its first non-finite value, (d) when an online check fires or a
+   poll finds the log idle after growth (the run paused, finished or died: the findings
+   should then be exact) - but (d) only once the time since the last analysis is at least
+   `duty` (4) times what that analysis took, so analyses of a log take at most ~20% of one
+   core even when a check fires at every poll, and (e) at exit. A run that logs a point
+   every poll interval therefore costs O(new) per poll plus the amortised analyses.
+4. **The findings watch ends with are exactly those of `analyze`** on the same final file:
+   the final poll reads the file to its end as `read_log` does (a last line without a
+   newline included), the Run is built by the readers' own code, and the same
+   `analyze` + config suppressions run on it (tested on the bundled examples fed in pieces).
+
+Findings are matched across analyses by (detector, metric, start step), else by the same
+detector and metric with an overlapping step range (an episode's start can move as robust
+windows widen), so a growing episode is reported as updated, not again. A finding that a
+later analysis no longer reports is not retracted in the stream; the summary at exit lists
+the final analysis.
+
+Exit codes: 0 after `--idle-exit` with nothing at or above `--fail-on`; 1 at the first
+finding at or above `--fail-on`; 2 when a log could not be read at the end or no log ever
+appeared; 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the final analysis and the
+summary: an interrupted watch is not a passed gate, and the shell convention (128 + signal)
+lets a wrapper script tell "stopped" from "clean".
+
+On a TTY (stderr) a status line shows the logs followed, the points and last step read and
+the time of the last poll; when stderr is piped nothing but plain lines is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from trainspotter.analysis import Analysis, analyze
+from trainspotter.config import Config
+from trainspotter.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, InputError
+from trainspotter.gate import LogTarget, expand_patterns
+from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.names import GRAD_NORM, LR, STEP_TIME, THROUGHPUT, is_loss_like
+from trainspotter.readers import READERS, detect_format
+from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.incremental import Growth, Tail, open_tail
+from trainspotter.readers.tensorboard_events import EVENT_FILE_PREFIX
+from trainspotter.report.common import step_range
+from trainspotter.report.escape import terminal_text
+from trainspotter.report.json_report import finding_dict
+
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+JUMP_SIGMAS = 8.0
+"""A loss or grad_norm value this many EWMA mean absolute deviations from the EWMA mean
+triggers an analysis (a trigger only: the detectors decide what is a finding)."""
+LR_RATIO = 2.0
+"""An lr that changes by more than this factor between two points triggers an analysis,
+unless both values are below `LR_FLOOR` x the peak lr (the tail of a decay to zero)."""
+LR_FLOOR = 0.01
+CUSUM_LIMIT = 12.0
+"""One-sided CUSUM threshold (in deviations) for step_time up / throughput down."""
+EWMA_ALPHA = 0.05
+WARMUP_POINTS = 20
+"""Points a check sees before it may fire."""
+BULK_POINTS = 5000
+"""A poll bringing more new points than this (the first read of a long log) only warms
+the checks up on its last `BULK_TAIL` points: its size triggers an analysis anyway."""
+BULK_TAIL = 1000
+
+
+# --------------------------------------------------------------------------- online checks
+
+
+class _Check:
+    """O(1)-per-point online trigger for one metric (see the module docstring)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == LR:
+            self.kind = "ratio"
+        elif name == STEP_TIME:
+            self.kind = "up"
+        elif name == THROUGHPUT:
+            self.kind = "down"
+        elif name == GRAD_NORM or is_loss_like(name):
+            self.kind = "jump"
+        else:
+            self.kind = "finite"
+        self.count = 0
+        self.mean = 0.0
+        self.dev = 0.0
+        self.cusum = 0.0
+        self.last = math.nan
+        self.peak = 0.0
+        self.nonfinite_seen = False
+
+    def update(self, values: FloatArray) -> tuple[bool, str | None]:
+        """Feed new values; return (first non-finite value of this metric, other alarm)."""
+        first_nonfinite = False
+        finite = np.isfinite(values)
+        if not bool(finite.all()):
+            first_nonfinite = not self.nonfinite_seen
+            self.nonfinite_seen = True
+            values = values[finite]
+        if self.kind == "finite" or values.shape[0] == 0:
+            return first_nonfinite, None
+        warm_only = values.shape[0] > BULK_POINTS
+        if warm_only:
+            values = values[-BULK_TAIL:]
+        alarm: str | None = None
+        for value in values.tolist():
+            reason = self._step(value)
+            if reason and not warm_only and alarm is None:
+                alarm = reason
+        return first_nonfinite, alarm
+
+    def _step(self, x: float) -> str | None:
+        reason = None
+        if self.count == 0:
+            self.mean, self.dev = x, abs(x) * 0.01
+        else:
+            scale = max(self.dev, 1e-12 * max(1.0, abs(self.mean)))
+            z = (x - self.mean) / scale
+            if self.count >= WARMUP_POINTS:
+                if self.kind == "jump" and abs(z) > JUMP_SIGMAS:
+                    reason = f"{self.name} jumped"
+                elif (
+                    self.kind == "ratio"
+                    and self.last > 0
+                    and x > 0
+                    and max(x, self.last) > LR_FLOOR * self.peak
+                    and max(x / self.last, self.last / x) > LR_RATIO
+                ):
+                    reason = f"{self.name} changed by more than {LR_RATIO:g}x"
+                elif self.kind in ("up", "down"):
+                    signed = z if self.kind == "up" else -z
+                    self.cusum = max(0.0, self.cusum + signed - 0.5)
+                    if self.cusum > CUSUM_LIMIT:
+                        self.cusum = 0.0
+                        reason = f"{self.name} shifted"
+            self.dev += EWMA_ALPHA * (abs(x - self.mean) - self.dev)
+            self.mean += EWMA_ALPHA * (x - self.mean)
+        self.count += 1
+        self.last = x
+        self.peak = max(self.peak, abs(x))
+        return reason
+
+
+# --------------------------------------------------------------------------- one log
+
+
+@dataclass(frozen=True)
+class FindingEvent:
+    """A finding to report: `new`, or `updated` (grown, or its severity changed)."""
+
+    kind: str
+    log: str
+    finding: Finding
+    severity_rose: bool = False
+
+
+def finding_key(finding: Finding) -> tuple[str, str, int]:
+    """How a finding is recognised across analyses (see the module docstring)."""
+    return (finding.detector, finding.metric, finding.step_start)
+
+
+@dataclass
+class _Log:
+    """The state of one followed log."""
+
+    target: LogTarget
+    tail: Tail | None = None
+    problem: str | None = None
+    """Why the log cannot be read right now (shown in the summary)."""
+    problem_reported: str | None = None
+    last_size: int | None = None
+    points: int = 0
+    last_step: int | None = None
+    dirty: bool = False
+    """Data arrived since the last analysis."""
+    analysed_points: int = 0
+    last_analysis_end: float = -math.inf
+    last_analysis_seconds: float = 0.0
+    pending: str | None = None
+    """An analysis is wanted for this reason, once the duty limit allows."""
+    analysis: Analysis | None = None
+    reported: dict[tuple[str, str, int], Finding] = field(default_factory=dict)
+    checks: dict[str, _Check] = field(default_factory=dict)
+    analyses: int = 0
+
+
+# --------------------------------------------------------------------------- the watcher
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """Everything `trainspotter watch` was told."""
+
+    patterns: tuple[str, ...]
+    config: Config
+    fmt: str | None = None
+    run_name: str | None = None
+    interval: float = 2.0
+    fail_on: Severity | None = None
+    exec_command: tuple[str, ...] = ()
+    exec_timeout: float = 60.0
+    growth: float = 0.10
+    """Full analysis when a log has grown by this fraction since the last one."""
+    duty: float = 4.0
+    """Triggered analyses wait until `duty` x the last analysis' time has passed."""
+    idle_exit: float | None = None
+    """Stop (exit 0) once no log has grown for this many seconds."""
+    base: Path = Path(".")
+    color: bool = False
+
+
+class Watcher:
+    """Follows the logs; `poll()` once, or `run()` until stopped (see the module doc)."""
+
+    def __init__(
+        self,
+        options: WatchOptions,
+        out: TextIO,
+        err: TextIO,
+        *,
+        status: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.options = options
+        self.out = out
+        self.err = err
+        self.status = status
+        self.clock = clock
+        self.logs: dict[Path, _Log] = {}
+        self.polls = 0
+        self.failed = False
+        """A finding at or above --fail-on was reported."""
+        self.last_poll_seconds = 0.0
+        self.last_growth = clock()
+        self._status_shown = False
+
+    # ---- following
+
+    def _targets(self) -> list[LogTarget]:
+        collected = expand_patterns(
+            self.options.patterns,
+            base=self.options.base,
+            allow_empty=True,
+            config=self.options.config,
+        )
+        return collected.targets
+
+    def _open(self, log: _Log) -> Tail | None:
+        """The Tail for a log once its format can be told (None while waiting)."""
+        target = log.target
+        path = target.path
+        display = target.display
+        if path.is_file() and not path.name.startswith(EVENT_FILE_PREFIX):
+            size = path.stat().st_size
+            if size == 0:
+                log.problem = "waiting: the file is empty"
+                return None
+            with path.open("rb") as handle:
+                head = handle.read(4096)
+            # Sniff only a complete first line (or a file that stopped growing): a cut
+            # first line can look like another format.
+            if b"\n" not in head and size != log.last_size:
+                log.last_size = size
+                log.problem = "waiting: no complete line yet"
+                return None
+        config = self.options.config
+        fmt = self.options.fmt or config.format_for(target.pattern, display)
+        if fmt is not None:
+            reader = READERS[fmt]
+            resolved = path
+            if path.is_dir() and fmt not in ("tensorboard", "hf", "lightning"):
+                found = reader.find_in_folder(path)
+                if found is None:
+                    raise InputError(display, f"no {fmt} log found in this folder")
+                resolved = found
+        else:
+            reader, resolved = detect_format(path, display)
+        read_options = ReadOptions(
+            run_name=self.options.run_name, aliases=dict(config.aliases), display_path=display
+        )
+        return open_tail(reader, resolved, display, read_options)
+
+    def poll(self, final: bool = False) -> list[FindingEvent]:
+        """One pass over every log: read what is new, analyse when due, report."""
+        started = self.clock()
+        for target in self._targets():
+            key = target.path.resolve()
+            if key not in self.logs:
+                self.logs[key] = _Log(target)
+        events: list[FindingEvent] = []
+        for log in self.logs.values():
+            events.extend(self._poll_log(log, final))
+            if self.failed and not final:
+                break
+        self.polls += 1
+        self.last_poll_seconds = self.clock() - started
+        self._show_status()
+        return events
+
+    def _poll_log(self, log: _Log, final: bool) -> list[FindingEvent]:
+        now = self.clock()
+        try:
+            if log.tail is None:
+                log.tail = self._open(log)
+                if log.tail is None:
+                    return []
+            growth = log.tail.poll(final=final)
+        except InputError as exc:
+            self._problem(log, exc.problem)
+            if final:
+                return self._analyse(log, "final", now) if log.tail is not None else []
+            return []
+        except OSError as exc:
+            self._problem(log, f"cannot read: {exc.strerror or exc}")
+            return []
+        log.problem = None
+        reason = self._absorb(log, growth, now)
+        if final:
+            reason = "final"
+        elif reason is None and log.pending is not None:
+            allowed = log.last_analysis_end + self.options.duty * log.last_analysis_seconds
+            if now >= allowed:
+                reason = log.pending
+        if reason is None:
+            return []
+        return self._analyse(log, reason, now)
+
+    def _absorb(self, log: _Log, growth: Growth, now: float) -> str | None:
+        """Take one poll's growth; return the reason to analyse now, if any (and note a
+        deferred one in `log.pending`)."""
+        if growth.restarted:
+            log.analysed_points = 0
+            log.checks.clear()
+            self.err_line(
+                f"{terminal_text(log.target.display)}: the log was replaced or "
+                "truncated: reading it again from the start"
+            )
+        tail = log.tail
+        assert tail is not None
+        log.points = tail.points
+        if growth.last_step is not None:
+            log.last_step = growth.last_step
+        if not growth.points:
+            if log.dirty and log.pending is None:
+                log.pending = "idle"
+            return None
+        self.last_growth = now
+        log.dirty = True
+        urgent: str | None = None
+        alarm: str | None = None
+        for name, values in growth.fresh.items():
+            check = log.checks.get(name)
+            if check is None:
+                check = log.checks[name] = _Check(name)
+            first_nonfinite, reason = check.update(values)
+            if first_nonfinite and urgent is None:
+                urgent = f"{name} logged a non-finite value"
+            if reason and alarm is None:
+                alarm = reason
+        if log.analyses == 0 or log.analysed_points == 0:
+            return "first data"
+        if log.points >= log.analysed_points * (1.0 + self.options.growth):
+            return "growth"
+        if urgent:
+            return urgent
+        if alarm:
+            log.pending = alarm
+        return None
+
+    def _analyse(self, log: _Log, reason: str, now: float) -> list[FindingEvent]:
+        tail = log.tail
+        if tail is None:
+            return []
+        started = self.clock()
+        try:
+            run = tail.run()
+            if run is None:
+                return []
+            analysis = self._analysis_of(run)
+        except InputError as exc:
+            if reason == "final":
+                self._problem(log, exc.problem)
+            else:
+                log.problem = f"waiting: {exc.problem}"
+            log.pending = None
+            return []
+        finished = self.clock()
+        log.last_analysis_seconds = finished - started
+        log.last_analysis_end = finished
+        log.analysed_points = max(log.points, 1)
+        log.dirty = False
+        log.pending = None
+        log.analysis = analysis
+        log.analyses += 1
+        return self._diff(log, analysis)
+
+    def _analysis_of(self, run: Run) -> Analysis:
+        config = self.options.config
+        return config.suppress(analyze(run, config.analysis_settings()))
+
+    def _diff(self, log: _Log, analysis: Analysis) -> list[FindingEvent]:
+        events: list[FindingEvent] = []
+        for finding in analysis.findings:
+            if finding.suppressed is not None:
+                continue
+            key = finding_key(finding)
+            previous = log.reported.get(key)
+            if previous is None:
+                previous = self._overlapping(log, finding)
+                if previous is not None:
+                    del log.reported[finding_key(previous)]
+            log.reported[key] = finding
+            if previous is None:
+                event = FindingEvent("new", log.target.display, finding)
+            elif (
+                previous.step_end != finding.step_end
+                or previous.severity != finding.severity
+                or previous.title != finding.title
+            ):
+                rose = finding.severity > previous.severity
+                event = FindingEvent("updated", log.target.display, finding, rose)
+            else:
+                continue
+            events.append(event)
+            self._emit(event)
+            fail_on = self.options.fail_on
+            if fail_on is not None and finding.severity >= fail_on:
+                self.failed = True
+        return events
+
+    @staticmethod
+    def _overlapping(log: _Log, finding: Finding) -> Finding | None:
+        for old in log.reported.values():
+            if (
+                old.detector == finding.detector
+                and old.metric == finding.metric
+                and old.step_start <= finding.step_end
+                and finding.step_start <= old.step_end
+            ):
+                return old
+        return None
+
+    # ---- output
+
+    def _problem(self, log: _Log, problem: str) -> None:
+        log.problem = problem
+        if log.problem_reported != problem:
+            log.problem_reported = problem
+            self.err_line(f"{terminal_text(log.target.display)}: {terminal_text(problem)}")
+
+    def _clear_status(self) -> None:
+        if self._status_shown:
+            self.err.write("\r\x1b[2K")
+            self.err.flush()
+            self._status_shown = False
+
+    def err_line(self, text: str) -> None:
+        self._clear_status()
+        self.err.write(f"trainspotter watch: {text}\n")
+        self.err.flush()
+
+    def _emit(self, event: FindingEvent) -> None:
+        self._clear_status()
+        finding = event.finding
+        label = finding.severity.label
+        if self.options.color:
+            code = {"error": "31;1", "warning": "33;1", "info": "36"}[label]
+            label = f"\x1b[{code}m{label}\x1b[0m" + " " * (7 - len(finding.severity.label))
+        else:
+            label = f"{label:7s}"
+        what = "NEW" if event.kind == "new" else "UPDATED"
+        self.out.write(
+            f"{what:7s} {label} {terminal_text(event.log)}: {terminal_text(finding.title)} "
+            f"({finding.detector}, {terminal_text(finding.metric)}, {step_range(finding)})\n"
+            f"        {terminal_text(finding.message)}\n"
+        )
+        self.out.flush()
+        if self.options.exec_command and (event.kind == "new" or event.severity_rose):
+            self._run_hook(event)
+
+    def _run_hook(self, event: FindingEvent) -> None:
+        finding = event.finding
+        payload = json.dumps(finding_dict(finding), ensure_ascii=False).encode("utf-8")
+        env = dict(os.environ)
+        env.update(
+            {
+                "TRAINSPOTTER_EVENT": event.kind,
+                "TRAINSPOTTER_LOG": terminal_text(event.log),
+                "TRAINSPOTTER_SEVERITY": finding.severity.label,
+                "TRAINSPOTTER_DETECTOR": finding.detector,
+                "TRAINSPOTTER_METRIC": terminal_text(finding.metric),
+            }
+        )
+        command = list(self.options.exec_command)
+        try:
+            done = subprocess.run(  # an argument list: no shell ever parses log text
+                command,
+                input=payload,
+                env=env,
+                timeout=self.options.exec_timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            self.err_line(f"--exec: command not found: {terminal_text(command[0])}")
+            return
+        except subprocess.TimeoutExpired:
+            self.err_line(f"--exec: {terminal_text(command[0])} timed out (killed)")
+            return
+        except OSError as exc:
+            self.err_line(f"--exec: cannot run {terminal_text(command[0])}: {exc.strerror}")
+            return
+        if done.returncode != 0:
+            self.err_line(f"--exec: {terminal_text(command[0])} exited {done.returncode}")
+
+    def _show_status(self) -> None:
+        if not self.status:
+            return
+        logs = len(self.logs)
+        points = sum(log.points for log in self.logs.values())
+        steps = [log.last_step for log in self.logs.values() if log.last_step is not None]
+        last = f", last step {max(steps):,}" if steps else ""
+        stamp = time.strftime("%H:%M:%S")
+        text = (
+            f"watching {logs} log{'s' if logs != 1 else ''}: {points:,} points{last}; "
+            f"last poll {stamp} ({self.last_poll_seconds * 1000:.0f} ms)"
+        )
+        self.err.write("\r\x1b[2K" + text[:200])
+        self.err.flush()
+        self._status_shown = True
+
+    # ---- running
+
+    def finish(self) -> list[FindingEvent]:
+        """The final poll: read every log to its end and analyse it as `analyze` would."""
+        return self.poll(final=True)
+
+    def analyses(self) -> list[Analysis]:
+        """The last analysis of each log, in the order the logs were found."""
+        return [log.analysis for log in self.logs.values() if log.analysis is not None]
+
+    def summary(self, why: str) -> str:
+        lines = [f"trainspotter watch: {why} after {self.polls} poll(s); {len(self.logs)} log(s)"]
+        if not self.logs:
+            lines.append("  no log appeared")
+        for log in self.logs.values():
+            name = terminal_text(log.target.display)
+            step = f", last step {log.last_step:,}" if log.last_step is not None else ""
+            if log.analysis is None:
+                lines.append(f"  {name}: {terminal_text(log.problem or 'nothing read')}")
+                continue
+            counts = ", ".join(f"{n} {label}" for label, n in log.analysis.counts().items())
+            lines.append(f"  {name}: {log.points:,} points{step}; {counts}")
+            if log.problem:
+                lines.append(f"    {terminal_text(log.problem)}")
+            for finding in log.analysis.findings:
+                if finding.suppressed is None:
+                    lines.append(
+                        f"    {finding.severity.label:7s} {terminal_text(finding.title)} "
+                        f"({finding.detector}, {step_range(finding)})"
+                    )
+        return "\n".join(lines) + "\n"
+
+    def exit_code(self) -> int:
+        if self.failed:
+            return EXIT_GATE_FAILED
+        if not self.logs or any(log.problem and log.analysis is None for log in self.logs.values()):
+            return EXIT_BAD_INPUT
+        return EXIT_OK
+
+    def run(self, sleep: Callable[[float], None] = time.sleep) -> int:
+        """Poll until `--fail-on` fires, `--idle-exit` passes, or a signal; then finish."""
+        why = "stopped"
+        code: int | None = None
+        try:
+            while True:
+                self.poll()
+                if self.failed:
+                    level = self.options.fail_on.label if self.options.fail_on else ""
+                    why = f"stopped at a finding at or above {level}"
+                    break
+                idle = self.options.idle_exit
+                if idle is not None and self.clock() - self.last_growth >= idle:
+                    why = f"no log grew for {idle:g} s"
+                    break
+                sleep(self.options.interval)
+        except KeyboardInterrupt as exc:
+            code = EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+            why = "terminated" if code == EXIT_TERMINATED else "interrupted (Ctrl-C)"
+        try:
+            self.finish()
+        except KeyboardInterrupt:
+            code = code or EXIT_INTERRUPTED
+        self._clear_status()
+        self.out.write(self.summary(why))
+        self.out.flush()
+        return code if code is not None else self.exit_code()
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised by the SIGTERM handler `trainspotter watch` installs: stop like Ctrl-C."""
+
+
+def watch(options: WatchOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """`trainspotter watch`: run a Watcher with SIGTERM handled like Ctrl-C."""
+    import signal
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    status = bool(getattr(err, "isatty", lambda: False)())
+
+    def on_term(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        return Watcher(options, out, err, status=status).run()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def validate(options: WatchOptions) -> WatchOptions:
+    """Reject impossible option values with a one-line UsageError."""
+    from trainspotter.errors import UsageError
+
+    if not options.patterns:
+        raise UsageError("watch: give at least one PATH or GLOB")
+    if not (options.interval > 0 and math.isfinite(options.interval)):
+        raise UsageError("--interval must be a positive number of seconds")
+    if options.idle_exit is not None and not options.idle_exit > 0:
+        raise UsageError("--idle-exit must be a positive number of seconds")
+    if options.exec_command == ("",) or (
+        options.exec_command and not options.exec_command[0].strip()
+    ):
+        raise UsageError("--exec needs a command")
+    return options
+
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "FindingEvent",
+    "WatchOptions",
+    "Watcher",
+    "finding_key",
+    "validate",
+    "watch",
+]
