@@ -12,7 +12,7 @@ Why processes: the readers and detectors are numpy and pandas code that holds th
 most of its Python-level glue, so threads would not use a second core; one process per
 core does. Workers are started with `fork` where the platform has it (Linux): they inherit
 the already-imported modules, so a pool of two starts in milliseconds instead of paying the
-~1 s import of pandas/scipy per worker; elsewhere the platform default is used. Work is
+~1 s import of numpy/pandas per worker; elsewhere the platform default is used. Work is
 handed out in chunks (about eight per worker) so a thousand small logs do not pay a
 round-trip each; results come back in order (`Executor.map`), so the output does not
 depend on which worker finished first. With one job, or one target, nothing is forked.
