@@ -88,9 +88,12 @@ def test_metrics_csv_in_pieces_ends_with_analyze_findings(tmp_path: Path, exampl
     (analysis,) = watcher.analyses()
     assert comparable(analysis.findings) == expected_findings(target, "metrics.csv")
     assert_reported_once(events)
-    # Every final finding was reported, as new or updated.
+    # Every final warning or error was reported, as new or updated; info notes (a
+    # converged tail) are only in the summary.
     reported = {finding_key(e.finding) for e in events}
-    assert {finding_key(f) for f in analysis.findings if f.suppressed is None} <= reported
+    loud = [f for f in analysis.findings if f.suppressed is None and f.severity >= Severity.WARNING]
+    assert {finding_key(f) for f in loud} <= reported
+    assert all(e.finding.severity >= Severity.WARNING for e in events)
 
 
 def test_trainer_state_rewritten_whole_ends_with_analyze_findings(tmp_path: Path) -> None:
@@ -333,3 +336,33 @@ def test_cli_watch_bad_arguments_exit_2(
 ) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def _grow_healthy(tmp_path: Path, watcher: Watcher, clock: Clock) -> list[FindingEvent]:
+    data = (EXAMPLES / "healthy" / "metrics.csv").read_bytes()
+    target = tmp_path / "m.csv"
+    target.write_bytes(b"")
+    events: list[FindingEvent] = []
+    for piece in pieces(data, 20, seed=3):
+        with target.open("ab") as handle:
+            handle.write(piece)
+        events += watcher.poll()
+        clock.now += 2
+    return events + watcher.finish()
+
+
+def test_a_healthy_run_followed_live_prints_nothing(tmp_path: Path) -> None:
+    # While the log grows, the warmup is still rising and the loss looks flat between
+    # polls: neither may be reported as a problem of a run that is not over yet.
+    watcher, out, _, clock = make_watcher(tmp_path, ["m.csv"])
+    events = _grow_healthy(tmp_path, watcher, clock)
+    assert events == [] and out.getvalue() == ""
+    (analysis,) = watcher.analyses()
+    assert all(f.severity is Severity.INFO for f in analysis.findings)
+
+
+def test_info_notes_are_printed_when_failing_on_info(tmp_path: Path) -> None:
+    watcher, out, _, clock = make_watcher(tmp_path, ["m.csv"], fail_on=Severity.INFO)
+    events = _grow_healthy(tmp_path, watcher, clock)
+    assert events and all(e.finding.severity is Severity.INFO for e in events)
+    assert "info" in out.getvalue()

@@ -279,6 +279,8 @@ class Watcher:
         self.last_poll_seconds = 0.0
         self.last_growth = clock()
         self._status_shown = False
+        self.shown_from = min(options.fail_on or Severity.WARNING, Severity.WARNING)
+        """Findings below this are not printed or hooked (info, unless --fail-on info)."""
 
     # ---- following
 
@@ -422,7 +424,7 @@ class Watcher:
             run = tail.run()
             if run is None:
                 return []
-            analysis = self._analysis_of(run)
+            analysis = self._analysis_of(run, final=reason == "final")
         except InputError as exc:
             if reason == "final":
                 self._problem(log, exc.problem)
@@ -440,8 +442,14 @@ class Watcher:
         log.analyses += 1
         return self._diff(log, analysis)
 
-    def _analysis_of(self, run: Run) -> Analysis:
+    def _analysis_of(self, run: Run, final: bool) -> Analysis:
         config = self.options.config
+        if final:
+            run.meta.pop("in_progress", None)
+        else:
+            # The log is still growing: detectors that judge "the end of the run" (a warmup
+            # that never ended) wait for the final analysis, which matches `analyze`.
+            run.meta["in_progress"] = True
         return config.suppress(analyze(run, config.analysis_settings()))
 
     def _diff(self, log: _Log, analysis: Analysis) -> list[FindingEvent]:
@@ -467,6 +475,8 @@ class Watcher:
                 event = FindingEvent("updated", log.target.display, finding, rose)
             else:
                 continue
+            if finding.severity < self.shown_from:
+                continue  # info notes (a converged tail) are kept for the summary, not printed
             events.append(event)
             self._emit(event)
             fail_on = self.options.fail_on

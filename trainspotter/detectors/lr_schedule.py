@@ -116,7 +116,8 @@ class LrSchedule:
     5. Warmup never ends (warning): the first rise is still rising after
        `endless_warmup_fraction` (90%) of the run (warmup_steps >= max_steps). Not reported
        when the reader knows the planned length (`meta["max_steps"]`) and the log stops
-       well before it (a run in progress).
+       well before it, nor while `watch` follows a log that is still growing
+       (`meta["in_progress"]`) and the planned length is unknown: a run in progress.
 
     Minimum sample: `min_points` = 5 logged LR values; the instability check needs 5 loss
     points.
@@ -252,6 +253,8 @@ class _Analysis:
         planned = self.run.meta.get("max_steps")
         if isinstance(planned, int | float) and planned > 1.1 * float(self.x[-1]):
             return None  # the run is still in progress; its warmup may yet end
+        if self.run.meta.get("in_progress") and not isinstance(planned, int | float):
+            return None  # a log still growing (watch) with no known length: it may yet end
         first_step, last_step = int(self.x[0]), int(self.x[-1])
         message = (
             f"The LR rose from {start:.3g} at step {int(self.x[warmup.low])} to "
