@@ -366,3 +366,13 @@ def test_info_notes_are_printed_when_failing_on_info(tmp_path: Path) -> None:
     events = _grow_healthy(tmp_path, watcher, clock)
     assert events and all(e.finding.severity is Severity.INFO for e in events)
     assert "info" in out.getvalue()
+
+
+def test_without_fail_on_the_exit_code_follows_analyze(tmp_path: Path) -> None:
+    data = (EXAMPLES / "divergence" / "metrics.csv").read_bytes()
+    (tmp_path / "m.csv").write_bytes(data)
+    watcher, _, _, _ = make_watcher(tmp_path, ["m.csv"])
+    watcher.poll()
+    watcher.finish()
+    assert not watcher.failed  # it never stopped early
+    assert watcher.exit_code() == 1  # but the final findings hold errors, as analyze says

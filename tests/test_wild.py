@@ -16,7 +16,7 @@ import pytest
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers import ReadOptions, read_log
+from trainspotter.readers import READERS, ReadOptions, read_log
 
 WILD = Path(__file__).resolve().parents[1].parent / "shared" / "wild"
 NOT_LOGS = {"README.md", "manifest.json", "candidates.json", "track.tsv"}
@@ -74,7 +74,9 @@ def test_reads_or_rejects_cleanly(path: Path) -> None:
 
 
 def test_hf_summary_only_has_no_train_loss() -> None:
-    run = read_log(wild("hf/007"))
+    with pytest.raises(InputError, match=r"no data points: .*only the run summary"):
+        read_log(wild("hf/007"))
+    run = READERS["hf"].read(wild("hf/007"), ReadOptions())
     assert "train/loss" not in run.metrics
     assert run.meta["summary"]["train_loss"] == pytest.approx(0.9732094605763754)
     assert run.meta["summary"]["train_runtime"] == pytest.approx(5980.6912)
@@ -85,9 +87,11 @@ def test_hf_nan_grad_norm_is_kept() -> None:
     assert grad_norm.steps[~grad_norm.finite].tolist() == [1, 2, 18, 74]
 
 
-def test_hf_empty_log_history_is_a_run() -> None:
+def test_hf_empty_log_history_is_rejected_as_no_data() -> None:
     for case in ("hf/012", "hf/013"):
-        assert read_log(wild(case)).metrics == {}
+        assert READERS["hf"].read(wild(case), ReadOptions()).metrics == {}
+        with pytest.raises(InputError, match="no data points"):
+            read_log(wild(case))
 
 
 def test_hf_stub_without_log_history_is_rejected() -> None:

@@ -114,6 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd = sub.add_parser("explain", help="print a detector's documentation")
     explain_cmd.add_argument("detector", metavar="ID", help="a detector id")
     _add_gate_commands(sub)
+    for command in sub.choices.values():
+        # `trainspotter analyze x --debug` works too (SUPPRESS: no default to override the
+        # top-level flag; main() looks for --debug anywhere before parsing).
+        command.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help=("show tracebacks instead of one-line errors"),
+        )
     return parser
 
 

@@ -80,7 +80,7 @@ from trainspotter.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, Input
 from trainspotter.gate import LogTarget, expand_patterns
 from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import GRAD_NORM, LR, STEP_TIME, THROUGHPUT, is_loss_like
-from trainspotter.readers import READERS, detect_format
+from trainspotter.readers import READERS, detect_format, require_data
 from trainspotter.readers.base import ReadOptions
 from trainspotter.readers.incremental import Growth, Tail, open_tail
 from trainspotter.readers.tensorboard_events import EVENT_FILE_PREFIX
@@ -424,6 +424,7 @@ class Watcher:
             run = tail.run()
             if run is None:
                 return []
+            require_data(run, log.target.display)  # nothing logged yet: wait, as for a file
             analysis = self._analysis_of(run, final=reason == "final")
         except InputError as exc:
             if reason == "final":
@@ -467,9 +468,9 @@ class Watcher:
             if previous is None:
                 event = FindingEvent("new", log.target.display, finding)
             elif (
-                previous.step_end != finding.step_end
-                or previous.severity != finding.severity
-                or previous.title != finding.title
+                # Only growth or a severity change is news: titles carry numbers (a ratio)
+                # that drift a little with every analysis of the same episode.
+                previous.step_end != finding.step_end or previous.severity != finding.severity
             ):
                 rose = finding.severity > previous.severity
                 event = FindingEvent("updated", log.target.display, finding, rose)
@@ -621,6 +622,12 @@ class Watcher:
             return EXIT_GATE_FAILED
         if not self.logs or any(log.problem and log.analysis is None for log in self.logs.values()):
             return EXIT_BAD_INPUT
+        if self.options.fail_on is None and any(
+            a.worst is not None and a.worst >= Severity.ERROR for a in self.analyses()
+        ):
+            # Without --fail-on, watch never stops early, but its exit code follows the
+            # same default as analyze: an error in the final findings fails.
+            return EXIT_GATE_FAILED
         return EXIT_OK
 
     def run(self, sleep: Callable[[float], None] = time.sleep) -> int:

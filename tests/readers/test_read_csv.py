@@ -9,7 +9,7 @@ import pytest
 from readers_support import MakeFile, assert_well_formed
 
 from trainspotter.errors import InputError
-from trainspotter.readers import ReadOptions, detect_format, read_log
+from trainspotter.readers import READERS, ReadOptions, detect_format, read_log
 
 
 def test_step_column_and_cell_rules(make_file: MakeFile) -> None:
@@ -138,9 +138,12 @@ def test_aliases(make_file: MakeFile) -> None:
     assert "train/loss" in run.metrics
 
 
-def test_header_only_is_an_empty_run(make_file: MakeFile) -> None:
-    run = read_log(make_file("log.csv", "step,loss\n"))
-    assert run.metrics == {}
+def test_header_only_is_an_empty_run_and_no_data(make_file: MakeFile) -> None:
+    path = make_file("log.csv", "step,loss\n")
+    assert READERS["csv"].read(path, ReadOptions()).metrics == {}
+    # read_log refuses it: nothing was logged, so nothing can be checked (never "healthy")
+    with pytest.raises(InputError, match="no data points"):
+        read_log(path)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 from readers_support import MakeFile, assert_well_formed
 
 from trainspotter.errors import InputError
-from trainspotter.readers import ReadOptions, detect_format, read_log
+from trainspotter.readers import READERS, ReadOptions, detect_format, read_log
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -87,13 +87,19 @@ def test_entries_without_a_step_are_skipped(make_file: MakeFile) -> None:
 
 
 def test_empty_log_history_is_a_run_without_metrics(make_file: MakeFile) -> None:
-    run = read_log(make_file("trainer_state.json", state([])))
+    path = make_file("trainer_state.json", state([]))
+    run = READERS["hf"].read(path, ReadOptions())
     assert run.metrics == {}
     assert any("no entries" in note for note in run.notes())
+    with pytest.raises(InputError, match="no data points: log_history holds no entries"):
+        read_log(path)
 
 
 def test_summary_only_log_history(make_file: MakeFile) -> None:
-    run = read_log(make_file("trainer_state.json", state([SUMMARY])))
+    path = make_file("trainer_state.json", state([SUMMARY]))
+    with pytest.raises(InputError, match="no data points"):
+        read_log(path)
+    run = READERS["hf"].read(path, ReadOptions())
     assert run.metrics == {}
     assert run.meta["summary"]["train_loss"] == 2.3
     assert any("only the run summary" in note for note in run.notes())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from readers_support import MakeFile
 
-from trainspotter.readers import detect_format, read_log
+from trainspotter.readers import READERS, ReadOptions, detect_format
 
 CASES = [
     ("trainer_state.json", '{\n  "epoch": 1.0,\n  "log_history": []\n}', "hf"),
@@ -28,4 +28,4 @@ def test_detect(make_file: MakeFile, name: str, content: str, expected: str) -> 
     reader, target = detect_format(path, str(path))
     assert reader.name == expected
     assert target == path
-    assert read_log(path).source_format == expected
+    assert READERS[expected].read(path, ReadOptions()).source_format == expected

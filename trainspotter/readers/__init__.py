@@ -28,7 +28,7 @@ READERS: dict[str, Reader] = {
 
 HEAD_BYTES = 64 * 1024
 
-__all__ = ["READERS", "ReadOptions", "Reader", "detect_format", "read_log"]
+__all__ = ["READERS", "ReadOptions", "Reader", "detect_format", "read_log", "require_data"]
 
 
 def _decode_head(raw: bytes) -> str | None:
@@ -99,4 +99,22 @@ def read_log(
             raise InputError(display, "file is empty")
     else:
         reader, target = detect_format(target, display)
-    return reader.read(target, options)
+    run = reader.read(target, options)
+    require_data(run, display)
+    return run
+
+
+def require_data(run: Run, display: str) -> None:
+    """Raise InputError when a log holds no logged value at all.
+
+    A run that crashed before its first log line, a header-only CSV, a trainer_state.json
+    whose log_history is empty or holds only the run summary: every detector would
+    abstain and the run would read as "healthy". Nothing was checked, so it is the input
+    error "no data", never a pass. (`watch` builds its Runs without this check: a log that
+    has not logged yet is waited for.)
+    """
+    if any(len(series) for series in run.metrics.values()):
+        return
+    notes = run.notes()
+    detail = notes[-1] if notes else "the log holds no logged metric value"
+    raise InputError(display, f"no data points: {detail}")

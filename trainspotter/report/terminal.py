@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report.base import RenderOptions
-from trainspotter.report.common import counts_phrase, plural, step_range, total_counts
+from trainspotter.report.common import (
+    counts_phrase,
+    findings_root_cause_first,
+    plural,
+    step_range,
+    total_counts,
+)
 from trainspotter.report.escape import format_number, runner_inert_lines, terminal_text
 
 _COLOR = {
@@ -142,7 +148,7 @@ def render_one(analysis: Analysis, options: RenderOptions) -> str:
     if chains:
         lines.append("")
         lines.extend(chains)
-    for finding in analysis.findings:
+    for finding in findings_root_cause_first(analysis):  # the cause before its symptoms
         lines.append("")
         lines.extend(_finding_lines(finding, style))
     if options.verbose or not analysis.detectors_run:
