@@ -107,3 +107,33 @@ def test_settings_disable_and_override_severity(monkeypatch: pytest.MonkeyPatch,
     result = analyze(run, settings)
     assert result.detectors_run == ["spikes"]
     assert [(f.detector, f.severity) for f in result.findings] == [("spikes", Severity.ERROR)]
+
+
+def test_same_step_findings_co_occur_and_the_loss_is_the_headline(
+    monkeypatch: pytest.MonkeyPatch, run: Run
+) -> None:
+    # One bad batch at step 400 spikes the loss and the gradient norm at the same step:
+    # neither caused the other.
+    _install(
+        monkeypatch,
+        _Planted("grad_norm", [_finding("grad_norm", Severity.WARNING, 400, 400)]),
+        _Planted("spikes", [_finding("spikes", Severity.WARNING, 400, 401)]),
+    )
+    result = analyze(run)
+    (chain,) = result.chains
+    assert [result.by_id(i).detector for i in chain] == ["spikes", "grad_norm"]
+    assert all(f.cause is None for f in result.findings)
+
+
+def test_an_earlier_gradient_explosion_still_leads(
+    monkeypatch: pytest.MonkeyPatch, run: Run
+) -> None:
+    _install(
+        monkeypatch,
+        _Planted("grad_norm", [_finding("grad_norm", Severity.ERROR, 300, 340)]),
+        _Planted("divergence", [_finding("divergence", Severity.ERROR, 310, 999)]),
+    )
+    result = analyze(run)
+    grad = next(f for f in result.findings if f.detector == "grad_norm")
+    divergence = next(f for f in result.findings if f.detector == "divergence")
+    assert result.chains == [[grad.id, divergence.id]] and divergence.cause == grad.id

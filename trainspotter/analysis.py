@@ -6,9 +6,11 @@ a level; ids `F1`, `F2`, ... follow that order.
 Linking: findings from different detectors whose step ranges touch (within a tolerance
 of `LINK_TOLERANCE` of the run's step span, at least one logged interval) form one
 incident. Inside an incident the causal chain is ordered by start step and, at equal
-steps, by `CAUSAL_RANK` (an LR change causes a gradient blow-up, which causes a loss
-spike, which becomes divergence). Each finding's `cause` is its predecessor in the chain;
-`related` lists the others. The chain's head is the root cause a report shows first.
+steps, by `CAUSAL_RANK` (an LR change, then the loss, then the gradient norm). Each
+finding's `cause` is the latest finding of its chain that started strictly earlier (an
+LR change also causes what starts at its own step); findings that start together
+co-occur and neither causes the other. `related` lists the others. The chain's head is
+the root cause a report shows first.
 
 This module knows nothing of files or output formats.
 """
@@ -26,18 +28,23 @@ from trainspotter.model import Finding, Run, Severity
 LINK_TOLERANCE = 0.02
 """Findings within 2% of the run's step span of each other may be one incident."""
 
-# Lower rank = earlier in a causal chain when two findings start at the same step.
+# Lower rank = earlier in a causal chain when two findings start at the same step. At one
+# step a loss spike and a gradient spike co-occur (one bad batch makes both), and the loss
+# is the headline a person recognises, so loss findings rank before grad_norm here; a
+# gradient explosion that starts *earlier* still leads the chain by its step.
 CAUSAL_RANK: dict[str, int] = {
     "lr_schedule": 0,
     "throughput": 1,
-    "grad_norm": 2,
-    "loss_floor": 3,
-    "spikes": 4,
-    "divergence": 5,
+    "loss_floor": 2,
+    "spikes": 3,
+    "divergence": 4,
+    "grad_norm": 5,
     "plateau": 6,
     "overfitting": 6,
     "eval_noise": 7,
 }
+# Findings that cause what follows even at the same step (the LR of step k drives step k).
+CAUSES_AT_SAME_STEP = frozenset({"lr_schedule"})
 # Detectors whose findings describe a whole-run property, not an incident at a step.
 UNLINKED = frozenset({"eval_noise", "overfitting", "plateau", "throughput"})
 
@@ -143,11 +150,20 @@ def link_findings(run: Run, findings: list[Finding]) -> tuple[list[Finding], lis
         chains.append(ids)
         for pos, f in enumerate(group):
             updates[f.id] = dataclasses.replace(
-                f,
-                cause=ids[pos - 1] if pos > 0 else None,
-                related=tuple(i for i in ids if i != f.id),
+                f, cause=_cause(group[:pos], f), related=tuple(i for i in ids if i != f.id)
             )
     return [updates.get(f.id, f) for f in with_ids], chains
+
+
+def _cause(earlier: list[Finding], finding: Finding) -> str | None:
+    """The id of the latest finding before `finding` in its chain that started strictly
+    earlier (or at the same step, for an LR change); None for co-occurring findings."""
+    for candidate in reversed(earlier):
+        if candidate.step_start < finding.step_start or (
+            candidate.detector in CAUSES_AT_SAME_STEP and candidate.detector != finding.detector
+        ):
+            return candidate.id
+    return None
 
 
 def analyze(run: Run, settings: AnalysisSettings | None = None) -> Analysis:

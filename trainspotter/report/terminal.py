@@ -91,13 +91,15 @@ def _verdict(analysis: Analysis, style: _Style) -> str:
 def _chain_lines(analysis: Analysis, style: _Style) -> list[str]:
     lines = []
     for chain in analysis.chains:
-        steps = []
-        for finding_id in chain:
+        text = ""
+        for pos, finding_id in enumerate(chain):
             f = analysis.by_id(finding_id)
-            steps.append(f"{f.detector} at step {f.step_start:,} ({f.id})")
+            # "->" where one finding caused the next, "+" where they happened together.
+            joint = "" if pos == 0 else (" -> " if f.cause is not None else " + ")
+            text += f"{joint}{f.detector} at step {f.step_start:,} ({f.id})"
         root = analysis.by_id(chain[0])
         lines.append(style.paint("Root cause: ", _BOLD) + terminal_text(root.title))
-        lines.extend(_wrap("chain: " + " -> ".join(steps), "  "))
+        lines.extend(_wrap("chain: " + text, "  "))
     return lines
 
 
