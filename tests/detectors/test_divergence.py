@@ -181,3 +181,46 @@ def test_never_crashes(loss: list[float], grad: list[float]) -> None:
     )
     for f in _detect(run):
         assert f.step_start <= f.step_end
+
+
+def _climb_into_inf() -> tuple[np.ndarray, np.ndarray, int, int]:
+    """A decaying loss, then an exponential climb from step 300 that overflows at step 380."""
+    steps = every(400, 1)
+    loss = decaying_loss(steps, seed=21)
+    onset, blowup = 300, 380
+    loss[onset:blowup] *= 10.0 ** (0.5 * np.arange(1, blowup - onset + 1))
+    loss[blowup:] = np.inf
+    return steps, loss, onset, blowup
+
+
+def test_a_climb_into_inf_is_dated_from_its_onset_with_the_observed_rise() -> None:
+    steps, loss, onset, blowup = _climb_into_inf()
+    (f,) = _detect(_run(steps, loss))
+    assert f.evidence["first_nonfinite_step"] == blowup
+    # Tolerance: the climb is clear within a few steps of where it began.
+    assert onset <= f.step_start <= onset + 5
+    assert f.evidence["climb_from_step"] == f.step_start
+    assert f"climbing since step {f.step_start}," in f.message
+    # The restart goes before the onset, not merely before the first Inf.
+    assert f"checkpoint before step {f.step_start} " in f.fixes[0]
+    # The size is what was observed: the last finite value over the level it rose from.
+    ratio = float(loss[blowup - 1]) / float(f.evidence["climb_from_level"])
+    assert float(f.evidence["rise_factor"]) == pytest.approx(ratio)
+    assert f"x{ratio:.4g} by step {blowup - 1}" in f.message
+    # Trend statistics next to an overflow read as weak evidence: evidence only.
+    assert "p=" not in f.message and "tau" not in f.message and "Theil-Sen" not in f.message
+    assert "mann_kendall_p" in f.evidence
+
+
+def test_a_drift_reports_the_observed_rise_not_the_slope_times_the_span() -> None:
+    steps = every(4000, 1)
+    loss = decaying_loss(steps, seed=22, noise=0.03)
+    # Rises tenfold by the end, fast at first: a straight line in log space (Theil-Sen
+    # slope x span) misjudges a curved climb, so the message gives end over minimum.
+    loss[2000:] *= 10.0 ** np.sqrt((steps[2000:] - 2000) / 2000.0)
+    (f,) = _detect(_run(steps, loss))
+    factor = float(f.evidence["end_level"]) / float(f.evidence["min_level"])
+    assert float(f.evidence["rise_factor"]) == pytest.approx(factor)
+    assert 3.0 <= factor <= 15.0
+    assert f"(x{factor:.4g})" in f.message and "Theil-Sen" not in f.message
+    assert f"rising since step {f.step_start}," in f.message

@@ -235,3 +235,25 @@ def test_a_million_points_in_well_under_a_second() -> None:
     [finding] = detect(run)
     assert time.process_time() - started < 1.0
     assert finding.step_start == 700_001
+
+
+def test_a_steady_climb_reports_its_growth_and_no_z() -> None:
+    steps = synth.every(601, 1, start=1)
+    norms = noisy_norms(steps, spread=0.2)
+    norms[300:] *= 1.04 ** np.arange(300)
+    [finding] = detect(run_with(steps, norms))
+    # Flagged by the climb test, which has no z: none is printed or put in evidence.
+    assert "z" not in finding.evidence and "steady climb" in str(finding.evidence["flagged_by"])
+    assert "robust z" not in finding.message and "steady climb" in finding.message
+    ratio = float(finding.evidence["peak_value"]) / float(finding.evidence["baseline_median"])
+    assert f"({ratio:.3g}x;" in finding.message
+    assert "lowest of its" in finding.message
+
+
+def test_a_one_point_jump_says_so_in_the_singular() -> None:
+    steps = synth.every(2001, 1, start=1)
+    norms = noisy_norms(steps)
+    norms[1000] *= 30
+    [finding] = detect(run_with(steps, norms))
+    assert finding.evidence["points"] == 1
+    assert "robust z" in finding.message and "points)" not in finding.message

@@ -236,3 +236,21 @@ def test_a_million_points_in_well_under_a_second() -> None:
     assert time.process_time() - started < 1.0
     assert finding.step_start == 600_000
     assert math.isfinite(float(finding.evidence["ratio"]))
+
+
+def test_the_loss_lead_in_window_is_clipped_to_the_first_logged_step() -> None:
+    # Logged from step 10; the LR dies at step 100: only 90 steps precede it.
+    steps = synth.every(1001, 10, start=10)
+    lr = np.where(steps < 100, 3e-4, 3e-8)
+    loss = synth.decaying_loss(steps, start=2.5, floor=1.5, tau=100, seed=3)
+    [finding] = warnings(run_with(steps, lr, loss))
+    assert finding.evidence["loss_still_falling"] == "yes"
+    assert "over the preceding 90 steps" in finding.message
+
+
+def test_restart_counts_are_plural_or_singular_never_both() -> None:
+    steps = synth.every(3100, 1, start=1)
+    [finding] = detect(run_with(steps, synth.sgdr(steps, peak=1e-3, period=500)))
+    restarts = int(finding.evidence["restarts"])
+    assert finding.title.endswith(f"{restarts} restarts") and "(s)" not in finding.message
+    assert f"{restarts} times, at steps" in finding.message

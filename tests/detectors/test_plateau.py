@@ -157,3 +157,38 @@ def test_never_crashes(loss: list[float], lr: list[float]) -> None:
     )
     for f in _detect(run):
         assert f.step_start <= f.step_end
+
+
+def _converging_run(eval_floor_step: int | None) -> Run:
+    """Train loss flat from ~step 2000 of 4000 under an annealed cosine; the eval loss (if
+    any) falls until `eval_floor_step` and is flat after it."""
+    steps = every(4000, 1)
+    lr = warmup_cosine(steps, warmup=100)
+    loss = 0.5 + 2.0 * np.clip(1 - steps / 2000, 0, 1) ** 2
+    loss = loss * np.exp(np.random.default_rng(3).normal(0, 0.01, steps.size))
+    metrics = {"train/loss": (steps, loss), "lr": (steps, lr)}
+    if eval_floor_step is not None:
+        eval_steps = every(4000, 100)[1:]
+        eval_loss = 0.6 + 0.5 * np.clip(1 - eval_steps / eval_floor_step, 0, 1)
+        eval_loss = eval_loss + 0.002 * np.random.default_rng(4).normal(0, 1, eval_steps.size)
+        eval_loss[eval_steps > eval_floor_step] += 0.05  # its best is at the floor step
+        metrics["eval/loss"] = (eval_steps, eval_loss)
+    return make_run(metrics)
+
+
+def test_converged_suggests_an_early_stop_only_when_the_eval_loss_agrees() -> None:
+    (f,) = _detect(_converging_run(eval_floor_step=1800))
+    best = int(f.evidence["eval_loss_min_step"])
+    assert f.severity is Severity.INFO and best == 1800
+    assert f"could have stopped near step {max(best, f.step_start)}" in f.fixes[0]
+
+
+def test_converged_with_the_eval_loss_still_improving_says_so() -> None:
+    (f,) = _detect(_converging_run(eval_floor_step=3900))
+    assert f.severity is Severity.INFO and int(f.evidence["eval_loss_min_step"]) == 3900
+    assert "still improving" in f.fixes[0] and "could have stopped" not in f.fixes[0]
+
+
+def test_converged_without_an_eval_loss_keeps_the_hedge() -> None:
+    (f,) = _detect(_converging_run(eval_floor_step=None))
+    assert "if the eval metric agrees" in f.fixes[0] and "eval_loss_min" not in f.evidence

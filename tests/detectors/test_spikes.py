@@ -174,3 +174,41 @@ def test_never_crashes(values: list[float]) -> None:
     run = make_run({"train/loss": (steps, np.array(values, dtype=float))})
     for f in _detect(run):
         assert f.step_start <= f.step_end
+
+
+def test_titles_share_one_pattern_and_name_the_peak() -> None:
+    steps = every(3000, 1)
+    recovered = decaying_loss(steps, seed=15)
+    recovered[1500] *= 4.0
+    (f,) = _detect(_loss_run(steps, recovered))
+    assert f.title == "train/loss spiked at step 1500 and recovered"
+    stays_up = decaying_loss(steps, seed=16)
+    stays_up[2000:] *= 3.0
+    (f,) = _detect(_loss_run(steps, stays_up))
+    assert f.title.startswith("train/loss spiked at step") and f.title.endswith(
+        f"step {f.evidence['peak_step']}) and did not recover"
+    )
+    last = decaying_loss(steps, seed=11)
+    last[-1] *= 5.0
+    (f,) = _detect(_loss_run(steps, last))
+    assert f.title.startswith("train/loss spiked at step 2999 ")
+
+
+def test_a_spike_over_several_points_names_its_peak() -> None:
+    steps = every(3000, 1)
+    loss = decaying_loss(steps, seed=17)
+    loss[1500:1503] *= [3.0, 8.0, 4.0]
+    (f,) = _detect(_loss_run(steps, loss))
+    assert (f.step_start, f.evidence["peak_step"]) == (1500, 1501)
+    assert "(peak at step 1501)" in f.title and "a peak of" in f.message
+    assert "at step 1501" in f.message
+
+
+def test_further_jumps_are_counted_without_plural_placeholders() -> None:
+    steps = every(3000, 1)
+    loss = decaying_loss(steps, seed=18)
+    loss[2000:] *= 3.0
+    loss[2300:] *= 3.0  # a second jump before it ever came back
+    (f,) = _detect(_loss_run(steps, loss))
+    assert f.evidence["further_jumps"] == 1
+    assert "once more" in f.message and "(s)" not in f.message

@@ -134,7 +134,9 @@ class DivergenceDetector:
       and the second half of the stretch must not be falling significantly (a loss that
       rose and is coming back down is not diverging). The finding starts where the
       smoothed loss first stands that far above its minimum, and names the lowest
-      checkpoint to go back to.
+      checkpoint to go back to. The size it reports is the observed one (smoothed end over
+      smoothed minimum), not the Theil-Sen slope times the span (which overstates a climb
+      that levels off).
     - *A climb that came back* (warning). The smoothed loss rises to at least
       `transient_factor` (2x) its lowest level so far, and `transient_noise_multiple` (6)
       smoothing errors above it (`stats.smoothing_error`: the lowest point of a noisy
@@ -146,7 +148,8 @@ class DivergenceDetector:
       decayed (a warm restart, a cyclic schedule) is expected and not reported.
     - *Before a NaN*: when a loss ends non-finite, the climb before it (the same test as
       for a rise to the end, on the finite points) moves the start of the NaN finding back
-      to where the climb began.
+      to the climb's onset, and the restart advice with it (a checkpoint between the onset
+      and the first NaN already holds a blown-up model).
     A component loss (one term of a multi-term loss) rising to the end while `train/loss`
     is not is a trade-off between terms: a warning, said so.
 
@@ -309,12 +312,7 @@ def _nonfinite_finding(
         rise = lead_in.get(lead.metric)
         if rise is not None and rise.onset_step < start_step:
             start_step = rise.onset_step
-            evidence["climb_from_step"] = rise.min_step
-            evidence["climb_from_level"] = rise.min_level
-            climb = (
-                f" Before that it had been climbing since step {rise.min_step} (from "
-                f"{_fmt(rise.min_level)}; clearly so from step {rise.onset_step}). " + rise.detail
-            )
+            climb = _climb_before_nonfinite(rise, lead, last_finite, evidence)
         return Finding(
             detector="divergence",
             title=f"{lead.metric} became {kind} at step {lead.start_step}",
@@ -324,7 +322,7 @@ def _nonfinite_finding(
             step_end=end_step,
             message=f"{lead.metric} is {kind} {span}.{previous}{also}{climb}",
             evidence=evidence,
-            fixes=_nan_fixes(run, lead.start_step),
+            fixes=_nan_fixes(start_step, lead.start_step),
         )
     return _gradient_finding(run, group, lead, span, previous, evidence, params)
 
@@ -358,7 +356,7 @@ def _gradient_finding(
                 "training has stopped making progress."
             ),
             evidence=evidence,
-            fixes=_nan_fixes(run, lead.start_step),
+            fixes=_nan_fixes(start_step, lead.start_step),
         )
     series = lead.series
     skipped = series.nonfinite_count()
@@ -418,13 +416,42 @@ def _lr_unchanged_note(run: Run, ep: _Episode) -> str:
     return ""
 
 
-def _nan_fixes(run: Run, step: int) -> tuple[str, ...]:
+def _climb_before_nonfinite(
+    rise: _Rise, lead: _Episode, last_finite: float, evidence: dict[str, float | int | str]
+) -> str:
+    """The sentence (and evidence) for the climb that led up to a loss turning non-finite.
+
+    The climb is dated from where it is clearly under way (its onset), with the minimum
+    before it only as the level it rose from; its size is what was observed (the last
+    finite value over that minimum). No trend statistics in the message: next to a value
+    that overflowed they read as weak evidence; they stay in the evidence."""
+    evidence["climb_from_step"] = rise.onset_step
+    evidence["climb_from_level"] = rise.min_level
+    evidence["min_step"] = rise.min_step
+    to_step = int(evidence.get("last_finite_step", lead.start_step))
+    growth = ""
+    if math.isfinite(last_finite):
+        growth = f": {rise.growth(last_finite)} by step {to_step}"
+        if rise.in_log and rise.min_level > 0:
+            evidence["rise_factor"] = last_finite / rise.min_level
+    for key in ("mann_kendall_p", "kendall_tau"):
+        evidence[key] = rise.evidence[key]
     return (
-        f"Restart from the last checkpoint before step {step} with a 2-10x lower learning rate.",
+        f" It had been climbing since step {rise.onset_step}, up from a level of "
+        f"{_fmt(rise.min_level)} (its minimum, at step {rise.min_step}){growth}."
+    )
+
+
+def _nan_fixes(restart_step: int, nonfinite_step: int) -> tuple[str, ...]:
+    """`restart_step`: where the trouble began (a climb's onset, or the first non-finite
+    value); `nonfinite_step`: the first non-finite value."""
+    return (
+        f"Restart from the last checkpoint before step {restart_step} with a 2-10x lower "
+        "learning rate.",
         "Enable gradient clipping (e.g. max_norm=1.0).",
         "With fp16, switch to bf16 or check the loss scaler; look for log(0), division by "
         "zero or sqrt of a negative in custom loss code (e.g. add eps inside log/sqrt).",
-        f"Check the inputs of the batches just before step {step} for NaN/Inf.",
+        f"Check the inputs of the batches just before step {nonfinite_step} for NaN/Inf.",
     )
 
 
@@ -447,6 +474,19 @@ class _Rise:
     evidence: dict[str, float | int | str]
     detail: str
     """One sentence with the test's numbers."""
+    in_log: bool = True
+    """The rise was measured in log space (a positive loss): its size is a ratio."""
+    scale: float = 1.0
+    """The loss's robust level (`stats.level_scale`), for a linear rise's size."""
+
+    def growth(self, to_level: float) -> str:
+        """The observed rise from the minimum to `to_level`: "x65.5" for a positive loss,
+        "+0.3 (12% of the level)" otherwise."""
+        if self.in_log and self.min_level > 0:
+            return f"x{_fmt(to_level / self.min_level)}"
+        diff = to_level - self.min_level
+        share = f" ({_fmt(100 * diff / self.scale)}% of the level)" if self.scale > 0 else ""
+        return f"{diff:+.4g}{share}"
 
 
 def _rising(trend: stats.Trend, alpha: float, params: DivergenceParams) -> bool:
@@ -510,11 +550,6 @@ def _tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> _Rise 
 
     min_level, end_level = _to_units(float(ts[i_min]), in_log), _to_units(end_t, in_log)
     sigmas = rise / noise if noise > 0 else float("inf")
-    size = (
-        f"x{_fmt(10.0**rise)} (in log space)"
-        if in_log
-        else f"{_fmt(rise)} ({_fmt(100 * rise / by_level * params.drift_min_rise)}% of the level)"
-    )
     evidence: dict[str, float | int | str] = {
         "min_level": min_level,
         "min_step": int(min_step),
@@ -525,9 +560,10 @@ def _tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> _Rise 
         "kendall_tau": trend.tau,
         "points": n_tail,
     }
+    if in_log and min_level > 0:
+        evidence["rise_factor"] = end_level / min_level
     detail = (
-        f"Over those {n_tail} points the Theil-Sen rise is {size}, "
-        f"{_fmt(sigmas)} x the point-to-point noise, and the rank trend test gives "
+        f"Over the {n_tail} points from step {int(min_step)} on, the rank trend test gives "
         f"p={trend.p_value:.2g} (Kendall tau {trend.tau:.2f}, autocorrelation-corrected)."
     )
     return _Rise(
@@ -541,6 +577,8 @@ def _tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> _Rise 
         ongoing=True,
         evidence=evidence,
         detail=detail,
+        in_log=in_log,
+        scale=stats.level_scale(y),
     )
 
 
@@ -666,9 +704,10 @@ def _lr_rise_note(run: Run, rise: _Rise) -> str:
 
 def _drift_finding(name: str, rise: _Rise, run: Run) -> Finding:
     message = (
-        f"{name} has been rising since its minimum {_fmt(rise.min_level)} at step "
-        f"{rise.min_step} (clearly so from step {rise.onset_step}): it ends at "
-        f"{_fmt(rise.end_level)} at step {rise.end_step}. {rise.detail}" + _lr_rise_note(run, rise)
+        f"{name} has been rising since step {rise.onset_step}, up from its minimum "
+        f"{_fmt(rise.min_level)} at step {rise.min_step}: it ends at {_fmt(rise.end_level)} "
+        f"at step {rise.end_step} ({rise.growth(rise.end_level)}). {rise.detail}"
+        + _lr_rise_note(run, rise)
     )
     rise.evidence["onset_step"] = rise.onset_step
     return Finding(

@@ -76,7 +76,8 @@ class GradNorm:
     trustworthy baseline yet) is never flagged. Flagged points are grouped into episodes
     (`stats.episodes`), and each episode's start and end are extended while the norm stays
     >= `onset_ratio` (2x) the baseline at its start, so a norm that grows exponentially is
-    reported from where it took off. One finding per episode.
+    reported from where it took off. One finding per episode; one that only the climb test
+    flagged reports its growth against that lowest median and no z (a climb has none).
 
     Severity: error when the explosion comes before a loss blow-up: within the explosion
     and the next `loss_window_points` (10) logged `train/loss` points, the loss turns
@@ -172,12 +173,14 @@ def _explosions(
     baseline_log = np.where(climb & ~jump, base_log, median_log)
     extended: list[_Episode] = []
     for first, last in stats.episodes(flagged, max_gap=max(3, window // 5)):
-        episode = _extend(g, baseline_log, z, first, last, params.onset_ratio)
+        episode = _extend(
+            g, baseline_log, np.where(jump, z, np.nan), first, last, params.onset_ratio
+        )
         if extended and episode.start <= extended[-1].end + 1:
             extended[-1] = extended[-1].merge(episode)  # two flags of one extended episode
         else:
             extended.append(episode)
-    return [_explosion_finding(metric, x, g, episode, loss, params) for episode in extended]
+    return [_explosion_finding(metric, x, g, episode, loss, params, window) for episode in extended]
 
 
 @dataclass(frozen=True)
@@ -187,31 +190,46 @@ class _Episode:
     start: int
     end: int
     baseline: float
-    z: float
+    z: float | None
+    """The largest robust z of its jump points; None when only the steady-climb test
+    flagged it (no point was a jump against its own trailing window)."""
+    climb_baseline: bool
+    """The baseline is the lowest trailing median of `growth_windows` windows (the climb
+    test's), not the trailing median just before the episode."""
 
     def merge(self, other: _Episode) -> _Episode:
-        return _Episode(self.start, max(self.end, other.end), self.baseline, max(self.z, other.z))
+        zs = [z for z in (self.z, other.z) if z is not None]
+        return _Episode(
+            self.start,
+            max(self.end, other.end),
+            self.baseline,
+            max(zs) if zs else None,
+            self.climb_baseline,
+        )
 
 
 def _extend(
     g: npt.NDArray[np.float64],
     baseline_log: npt.NDArray[np.float64],
-    z: npt.NDArray[np.float64],
+    jump_z: npt.NDArray[np.float64],
     first: int,
     last: int,
     onset_ratio: float,
 ) -> _Episode:
     """Points first..last, extended while the norm stays `onset_ratio` x the baseline
-    (taken where the flags start), so a climb is dated from where it took off."""
+    (taken where the flags start), so a climb is dated from where it took off. `jump_z`:
+    the robust z of the points flagged as jumps, NaN elsewhere."""
     baseline = float(10.0 ** baseline_log[first])
     elevated = g >= onset_ratio * baseline
     calm_before = np.flatnonzero(~elevated[:first])
     start = int(calm_before[-1]) + 1 if calm_before.size else 0
     calm_after = np.flatnonzero(~elevated[last:])
     end = max(last, last + int(calm_after[0]) - 1) if calm_after.size else g.size - 1
-    flagged_z = z[first : last + 1]
-    z_max = float(np.nanmax(flagged_z)) if np.any(np.isfinite(flagged_z)) else 0.0
-    return _Episode(start, end, baseline, z_max)
+    flagged_z = jump_z[first : last + 1]
+    z_max = float(np.nanmax(flagged_z)) if np.any(np.isfinite(flagged_z)) else None
+    # No jump at the first flag: the steady-climb test flagged it, against its baseline.
+    climb_baseline = not np.isfinite(jump_z[first])
+    return _Episode(start, end, baseline, z_max, climb_baseline)
 
 
 def _explosion_finding(
@@ -221,6 +239,7 @@ def _explosion_finding(
     episode: _Episode,
     loss: Series | None,
     params: GradNormParams,
+    window: int,
 ) -> Finding:
     """The finding for one extended explosion episode."""
     start, end, baseline = episode.start, episode.end, episode.baseline
@@ -230,11 +249,30 @@ def _explosion_finding(
 
     blowup = _loss_blowup(loss, start_step, end_step, params)
     severity = Severity.ERROR if blowup else Severity.WARNING
+    points = end - start + 1
+    if episode.climb_baseline:
+        # The steady-climb test: the ratio is against the lowest trailing median.
+        source = (
+            f"the lowest of its {window}-point trailing medians over the last "
+            f"{params.growth_windows * window} points"
+        )
+    else:
+        source = f"the median of the {window} points before"
+    if episode.z is None:
+        how = f"{peak_ratio:.3g}x; a steady climb rather than one jump"
+    else:
+        how = (
+            f"{peak_ratio:.3g}x; robust z {episode.z:.1f} in log space against the trailing window"
+        )
+    above = f"above {params.onset_ratio:g}x the baseline"
+    held = (
+        f"staying {above} from step {start_step} to {end_step} ({points} logged points)"
+        if points > 1
+        else f"{above} for that one logged point only"
+    )
     message = (
-        f"{metric} rose from a baseline median of {baseline:.3g} to {g[peak]:.3g} at step "
-        f"{peak_step} ({peak_ratio:.3g}x; robust z {episode.z:.1f} in log space against the "
-        f"trailing window), staying above {params.onset_ratio:g}x the baseline from step "
-        f"{start_step} to {end_step} ({end - start + 1} logged points)."
+        f"{metric} rose from a baseline of {baseline:.3g} ({source}) to {g[peak]:.3g} at step "
+        f"{peak_step} ({how}), {held}."
     )
     if blowup:
         message += f" {blowup}"
@@ -243,9 +281,15 @@ def _explosion_finding(
         "peak_value": float(g[peak]),
         "peak_step": peak_step,
         "ratio": peak_ratio,
-        "z": episode.z,
-        "points": end - start + 1,
+        "points": points,
     }
+    if episode.z is None:
+        evidence["flagged_by"] = (
+            f"steady climb: >= {params.explosion_ratio:g}x the lowest trailing median of "
+            f"{params.growth_windows} windows, held for {max(3, window // 4)} points"
+        )
+    else:
+        evidence["z"] = episode.z
     if blowup:
         evidence["loss_blowup"] = blowup
     fixes = (

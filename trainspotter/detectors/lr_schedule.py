@@ -454,9 +454,9 @@ class _Analysis:
             message = (
                 f"The LR rose from {trough:.3g} at step {int(self.x[low])} to {top:.3g} at step "
                 f"{int(self.x[high])} ({_times(top, trough)} over {high - low} logged "
-                f"intervals), after it had already reached {previous_top:.3g}: neither a warm "
-                "restart (a climb from ~0 back to the peak after a completed decay) nor part "
-                "of a periodic cycle."
+                f"interval{'' if high - low == 1 else 's'}), after it had already reached "
+                f"{previous_top:.3g}: neither a warm restart (a climb from ~0 back to the peak "
+                "after a completed decay) nor part of a periodic cycle."
             )
             start, end = int(self.x[low + 1]), int(self.x[high])
             before, after = trough, top
@@ -482,16 +482,19 @@ class _Analysis:
         sharp = all(r.high - r.low <= 2 for r in restarts)
         kind = "warm restarts (SGDR)" if sharp else "a cyclic LR schedule"
         shown = ", ".join(str(s) for s in steps[:8]) + (", ..." if len(steps) > 8 else "")
+        count = len(restarts)
+        restarts_text = "1 restart" if count == 1 else f"{count} restarts"
+        times = "once, at step" if count == 1 else f"{count} times, at steps"
         return Finding(
             detector="lr_schedule",
-            title=f"recognised {kind}: {len(restarts)} restart(s)",
+            title=f"recognised {kind}: {restarts_text}",
             severity=Severity.INFO,
             metric=names.LR,
             step_start=steps[0],
             step_end=int(self.x[restarts[-1].high]),
             message=(
                 f"The LR climbs back from near its cycle minimum to near its peak "
-                f"{len(restarts)} time(s), at steps {shown}: {kind}, a deliberate schedule. "
+                f"{times} {shown}: {kind}, a deliberate schedule. "
                 "Loss bumps right after each restart are expected."
             ),
             evidence={"restarts": len(restarts), "first_restart_step": steps[0]},
@@ -586,13 +589,16 @@ class _Analysis:
             "share_of_run": share,
         }
         if loss is not None:
-            lead_in = stats.change_over(
-                loss.steps, loss.values, zero_step - 0.2 * self.span, zero_step
-            )
+            window_start = zero_step - 0.2 * self.span
+            lead_in = stats.change_over(loss.steps, loss.values, window_start, zero_step)
             if lead_in is not None and lead_in.falling():
+                # The window as logged: it cannot reach back before the loss's first step.
+                x, _ = stats.finite_xy(loss.steps, loss.values)
+                first = float(x[int(np.searchsorted(x, window_start, side="left"))])
                 message += (
                     f" {names.TRAIN_LOSS} was still falling when it did ({lead_in.start_level:.4g}"
-                    f" -> {lead_in.end_level:.4g} over the preceding {0.2 * self.span:.0f} steps)."
+                    f" -> {lead_in.end_level:.4g} over the preceding {zero_step - first:.0f}"
+                    " steps)."
                 )
                 evidence["loss_still_falling"] = "yes"
         return Finding(

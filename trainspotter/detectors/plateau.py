@@ -9,10 +9,15 @@ import numpy as np
 from trainspotter.detectors import stats
 from trainspotter.detectors.stats import FloatArray
 from trainspotter.model import Finding, Run, Severity
-from trainspotter.names import LR, TRAIN_LOSS, is_eval, is_loss_like
+from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
 
 SMOOTH_FRACTION = 0.1
 """The smoothing window, as a fraction of the points: wide enough to shed minibatch noise."""
+
+EVAL_SETTLED_FRACTION = 0.25
+"""A converged run "could have stopped" only when the eval loss's minimum comes before the
+flat stretch or within this first fraction of it (otherwise the eval loss was still
+improving)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,9 @@ class PlateauDetector:
        - Otherwise *converged* (info): the flat end of the run; when the LR was annealed
          on purpose (cosine/linear/step down to the end), the message says the plateau is
          that schedule's doing. The flat tail of a healthy cosine run is at most this.
+         It suggests stopping early only when `eval/loss` (if logged) stopped improving
+         too: its minimum before the flat stretch or in its first
+         `EVAL_SETTLED_FRACTION` (25%).
     "Far from converged" is therefore defined by the curve itself (it kept three quarters
     of its starting loss, or never lost 10% of it) or by a cause that stops learning (the LR at
     ~0 long before the end): the detector cannot know the best achievable loss.
@@ -192,6 +200,9 @@ class _Context:
     start_abs: float
     lr_x: FloatArray
     lr_y: FloatArray
+    eval_x: FloatArray
+    """The eval loss next to a train loss (empty when there is none)."""
+    eval_y: FloatArray
 
     @property
     def has_lr(self) -> bool:
@@ -230,6 +241,8 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         return None
     lr = run.metrics.get(LR)
     lr_x, lr_y = stats.finite_xy(lr.steps, lr.values) if lr is not None else (x[:0], y[:0])
+    val = run.metrics.get(EVAL_LOSS) if not is_eval(name) else None
+    eval_x, eval_y = stats.finite_xy(val.steps, val.values) if val is not None else (x[:0], y[:0])
     ctx = _Context(
         name=name,
         first=int(x[0]),
@@ -238,6 +251,8 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         start_abs=abs(plateau.start_level) or stats.level_scale(y),
         lr_x=lr_x,
         lr_y=lr_y,
+        eval_x=eval_x,
+        eval_y=eval_y,
     )
     evidence: dict[str, float | int | str] = {
         "start_level": plateau.start_level,
@@ -263,7 +278,9 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         verdict = None  # too short to matter, or ended above its start (divergence's)
     else:
         verdict = (
-            _lr_died(ctx, params, evidence) or _stalled(ctx, params) or _converged(ctx, params)
+            _lr_died(ctx, params, evidence)
+            or _stalled(ctx, params)
+            or _converged(ctx, params, evidence)
         )
     if verdict is None:
         return None
@@ -394,7 +411,32 @@ def _stalled(ctx: _Context, params: PlateauParams) -> _Verdict | None:
     return Severity.WARNING, title, message, fixes, p.start_step
 
 
-def _converged(ctx: _Context, params: PlateauParams) -> _Verdict:
+def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> str:
+    """Could the run have stopped where the train loss went flat? Only if the eval loss (when
+    logged) stopped improving too: its minimum before the flat stretch or early in it."""
+    p = ctx.plateau
+    if ctx.eval_y.size < 3 or float(ctx.eval_x[0]) > p.start_step:
+        return (
+            "Nothing is wrong; if the eval metric agrees, the run could have stopped near step "
+            f"{p.start_step}."
+        )
+    i = int(np.argmin(ctx.eval_y))
+    best_step, best = int(ctx.eval_x[i]), float(ctx.eval_y[i])
+    evidence["eval_loss_min"] = best
+    evidence["eval_loss_min_step"] = best_step
+    lowest = f"lowest {_fmt(best)} at step {best_step}"
+    if best_step <= p.start_step + EVAL_SETTLED_FRACTION * (ctx.last - p.start_step):
+        when = "by then" if best_step <= p.start_step else "soon after"
+        return (
+            f"Nothing is wrong; {EVAL_LOSS} had stopped improving {when} ({lowest}), so the "
+            f"run could have stopped near step {max(p.start_step, best_step)}."
+        )
+    return f"Nothing is wrong: {EVAL_LOSS} was still improving ({lowest})."
+
+
+def _converged(
+    ctx: _Context, params: PlateauParams, evidence: dict[str, float | int | str]
+) -> _Verdict:
     p = ctx.plateau
     message = f"{ctx.flat_text}, after falling from {_fmt(p.start_level)}."
     if _annealed_run(ctx, params):
@@ -404,8 +446,7 @@ def _converged(ctx: _Context, params: PlateauParams) -> _Verdict:
             "schedule is convergence, not a stall."
         )
     fixes = (
-        "Nothing is wrong; if the eval metric agrees, the run could have stopped near step "
-        f"{p.start_step}.",
+        _early_stop_fix(ctx, evidence),
         "If a lower loss is expected, a larger model or more data (not more steps) is the "
         "usual next step.",
     )

@@ -362,12 +362,14 @@ def _finding(
     ratio = peak_value / baseline if baseline > 0 else float("nan")
     steps = curve.steps
     start_step, end_step, peak_step = int(steps[ep.start]), int(steps[ep.end]), int(steps[ep.peak])
-    where = f"step {start_step}" if start_step == end_step else f"steps {start_step}-{end_step}"
+    single = start_step == end_step
     size = f"{_fmt(ratio)}x" if baseline > 0 else f"+{_fmt(peak_value - baseline)}"
     message = (
         f"{name} jumped from {_fmt(baseline)} (median of the {_RECENT_POINTS} points before) "
-        f"to {_fmt(peak_value)} at {where} ({size}; robust z {_fmt(ep.z)} against the noise "
-        f"of the previous {curve.window} points). "
+        f"to {'' if single else 'a peak of '}{_fmt(peak_value)} at step {peak_step} ({size}; "
+        f"robust z {_fmt(ep.z)} against the noise of the previous {curve.window} points)"
+        + ("" if single else f", over steps {start_step}-{end_step}")
+        + ". "
     )
     level_after = curve.back(ep.level_after) if math.isfinite(ep.level_after) else math.nan
     evidence: dict[str, float | int | str] = {
@@ -402,7 +404,8 @@ def _finding(
             )
     if ep.absorbed:
         later = "before coming back" if ep.recovered else "after that"
-        message += f" It jumped {ep.absorbed} more time(s) {later}: counted in this finding."
+        times = "once more" if ep.absorbed == 1 else f"{ep.absorbed} more times"
+        message += f" It jumped {times} {later}: counted in this finding."
         evidence["further_jumps"] = ep.absorbed
     evidence["recovered"] = recovery
     if math.isfinite(level_after):
@@ -414,11 +417,18 @@ def _finding(
     lr_value = _lr_at(run, start_step)
     if lr_value is not None:
         evidence["lr_at_spike"] = lr_value
-    title = (
-        f"{name} spiked at step {peak_step} and did not recover"
-        if severity is Severity.ERROR
-        else f"Spike in {name} at step {peak_step}"
+    # The step a reader looks for: the peak, named as such when the episode spans more.
+    at = (
+        f"at step {peak_step}"
+        if single
+        else f"at steps {start_step}-{end_step} (peak at step {peak_step})"
     )
+    outcome = {
+        "yes": "and recovered",
+        "no": "and did not recover",
+        "unknown": "too close to the end of the log to judge recovery",
+    }[recovery]
+    title = f"{name} spiked {at} {outcome}"
     return Finding(
         detector="spikes",
         title=title,
