@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import numpy.typing as npt
+from hypothesis import strategies as st
 
 from trainspotter.model import Run, Series
 
@@ -142,3 +143,15 @@ def healthy_noisy_run(seed: int) -> Run:
             "grad_norm": (steps, grad_norm),
         }
     )
+
+
+# Property-test input: logged (step, value) pairs in any order, with duplicate and negative
+# steps and non-finite values, as a reader could hand them over before Series.build.
+FINITE_OR_NOT = st.floats(allow_nan=True, allow_infinity=True, width=64)
+LOGGED_POINTS = st.tuples(st.integers(-5, 10**9), FINITE_OR_NOT)
+
+
+def columns(points: list[tuple[int, float]]) -> tuple[npt.NDArray[np.int64], FloatArray]:
+    """(steps, values) arrays from LOGGED_POINTS draws, in the order drawn."""
+    steps = np.array([p[0] for p in points], dtype=np.int64)
+    return steps, np.array([p[1] for p in points], dtype=np.float64)

@@ -106,20 +106,12 @@ def test_short_nonfinite_and_duplicate_inputs() -> None:
     assert finding.severity is Severity.WARNING
 
 
-finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
-# Logged (step, value) pairs in any order, with duplicate and negative steps.
-logged = st.tuples(st.integers(-5, 10**9), finite_or_not)
-
-
-def columns(points: list[tuple[int, float]]) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    steps = np.array([p[0] for p in points], dtype=np.int64)
-    return steps, np.array([p[1] for p in points], dtype=np.float64)
-
-
 @settings(max_examples=80, deadline=None)
-@given(values=st.lists(logged, max_size=60))
+@given(values=st.lists(synth.LOGGED_POINTS, max_size=60))
 def test_never_crashes(values: list[tuple[int, float]]) -> None:
-    run = synth.make_run({names.EVAL_LOSS: columns(values), "eval/accuracy": columns(values)})
+    run = synth.make_run(
+        {names.EVAL_LOSS: synth.columns(values), "eval/accuracy": synth.columns(values)}
+    )
     for finding in detect(run):
         assert finding.step_start <= finding.step_end
 

@@ -189,20 +189,15 @@ def test_short_nonfinite_and_duplicate_inputs() -> None:
     assert detect(run_with(dup_steps, dup, synth.decaying_loss(dup_steps))) == []
 
 
-finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
-# Logged (step, value) pairs in any order, with duplicate and negative steps.
-logged = st.tuples(st.integers(-5, 10**9), finite_or_not)
-
-
-def columns(points: list[tuple[int, float]]) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    steps = np.array([p[0] for p in points], dtype=np.int64)
-    return steps, np.array([p[1] for p in points], dtype=np.float64)
-
-
 @settings(max_examples=80, deadline=None)
-@given(norms=st.lists(logged, max_size=60), loss=st.lists(logged, max_size=60))
+@given(
+    norms=st.lists(synth.LOGGED_POINTS, max_size=60),
+    loss=st.lists(synth.LOGGED_POINTS, max_size=60),
+)
 def test_never_crashes(norms: list[tuple[int, float]], loss: list[tuple[int, float]]) -> None:
-    run = synth.make_run({names.GRAD_NORM: columns(norms), names.TRAIN_LOSS: columns(loss)})
+    run = synth.make_run(
+        {names.GRAD_NORM: synth.columns(norms), names.TRAIN_LOSS: synth.columns(loss)}
+    )
     for finding in detect(run):
         assert finding.step_start <= finding.step_end
 

@@ -174,20 +174,12 @@ def test_short_runs_nonfinite_values_and_duplicates() -> None:
     assert detect(run_with(steps, np.zeros(steps.shape))) == []
 
 
-finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
-# Logged (step, value) pairs in any order, with duplicate and negative steps.
-logged = st.tuples(st.integers(-5, 10**9), finite_or_not)
-
-
-def columns(points: list[tuple[int, float]]) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    steps = np.array([p[0] for p in points], dtype=np.int64)
-    return steps, np.array([p[1] for p in points], dtype=np.float64)
-
-
 @settings(max_examples=80, deadline=None)
-@given(lr=st.lists(logged, max_size=40), loss=st.lists(logged, max_size=40))
+@given(
+    lr=st.lists(synth.LOGGED_POINTS, max_size=40), loss=st.lists(synth.LOGGED_POINTS, max_size=40)
+)
 def test_never_crashes(lr: list[tuple[int, float]], loss: list[tuple[int, float]]) -> None:
-    run = synth.make_run({names.LR: columns(lr), names.TRAIN_LOSS: columns(loss)})
+    run = synth.make_run({names.LR: synth.columns(lr), names.TRAIN_LOSS: synth.columns(loss)})
     for finding in detect(run):
         assert finding.step_start <= finding.step_end
         assert all(isinstance(v, int | float | str) for v in finding.evidence.values())

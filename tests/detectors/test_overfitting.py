@@ -167,20 +167,15 @@ def test_duplicate_and_gappy_steps() -> None:
     assert abs(finding.step_start - 600) <= 40
 
 
-finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
-# Logged (step, value) pairs in any order, with duplicate and negative steps.
-logged = st.tuples(st.integers(-5, 10**9), finite_or_not)
-
-
-def columns(points: list[tuple[int, float]]) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    steps = np.array([p[0] for p in points], dtype=np.int64)
-    return steps, np.array([p[1] for p in points], dtype=np.float64)
-
-
 @settings(max_examples=60, deadline=None)
-@given(train=st.lists(logged, max_size=40), evals=st.lists(logged, max_size=25))
+@given(
+    train=st.lists(synth.LOGGED_POINTS, max_size=40),
+    evals=st.lists(synth.LOGGED_POINTS, max_size=25),
+)
 def test_never_crashes(train: list[tuple[int, float]], evals: list[tuple[int, float]]) -> None:
-    run = synth.make_run({names.TRAIN_LOSS: columns(train), names.EVAL_LOSS: columns(evals)})
+    run = synth.make_run(
+        {names.TRAIN_LOSS: synth.columns(train), names.EVAL_LOSS: synth.columns(evals)}
+    )
     for finding in detect(run):
         assert finding.step_start <= finding.step_end
 

@@ -120,20 +120,15 @@ def test_short_nonfinite_and_duplicate_inputs() -> None:
     assert finding.step_start == 1500
 
 
-finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
-# Logged (step, value) pairs in any order, with duplicate and negative steps.
-logged = st.tuples(st.integers(-5, 10**9), finite_or_not)
-
-
-def columns(points: list[tuple[int, float]]) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    steps = np.array([p[0] for p in points], dtype=np.int64)
-    return steps, np.array([p[1] for p in points], dtype=np.float64)
-
-
 @settings(max_examples=80, deadline=None)
-@given(times=st.lists(logged, max_size=80), wall=st.lists(finite_or_not, max_size=80))
+@given(
+    times=st.lists(synth.LOGGED_POINTS, max_size=80),
+    wall=st.lists(synth.FINITE_OR_NOT, max_size=80),
+)
 def test_never_crashes(times: list[tuple[int, float]], wall: list[float]) -> None:
-    run = synth.make_run({names.THROUGHPUT: columns(times), names.STEP_TIME: columns(times)})
+    run = synth.make_run(
+        {names.THROUGHPUT: synth.columns(times), names.STEP_TIME: synth.columns(times)}
+    )
     for finding in detect(run):
         assert finding.step_start <= finding.step_end
     loss, _ = Series.build(
