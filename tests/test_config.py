@@ -214,12 +214,158 @@ def test_params_post_init_errors_are_reported(monkeypatch: pytest.MonkeyPatch) -
         """A window."""
 
         def __post_init__(self) -> None:
-            if self.window < 1:
-                raise ValueError("window must be >= 1")
+            if self.window % 2 == 0:
+                raise ValueError("window must be odd")
 
     _register(monkeypatch, "strict", Strict)
-    error = _error("detectors:\n  strict:\n    window: 0\n")
-    assert error.key == "detectors.strict" and "window must be >= 1" in error.problem
+    # 4 passes the generic range check (> 0), so the Params' own check speaks.
+    error = _error("detectors:\n  strict:\n    window: 4\n")
+    assert error.key == "detectors.strict" and "window must be odd" in error.problem
+
+
+# --------------------------------------------------------------------------- ranges
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "fragment"),
+    [
+        # The values found in review: each crashed `analyze` or corrupted its findings.
+        ("detectors: {spikes: {min_ratio: 0}}\n", 1, "detectors.spikes.min_ratio", "> 1, got 0"),
+        ("detectors:\n  spikes:\n    z_threshold: -1\n", 3, "detectors.spikes.z_threshold", "> 0"),
+        (
+            "detectors:\n  spikes: {min_window: 500, max_window: 10}\n",
+            2,
+            "detectors.spikes.min_window",
+            "500 is above max_window (10): min_window must be <= max_window",
+        ),
+        (
+            "detectors:\n  grad_norm:\n    explosion_ratio: 0\n",
+            3,
+            "detectors.grad_norm.explosion_ratio",
+            "must be > 1, got 0",
+        ),
+        ("detectors:\n  plateau:\n    min_points: -3\n", 3, "detectors.plateau.min_points", ">= 1"),
+        (
+            "detectors:\n  spikes:\n    window_fraction: 5\n",
+            3,
+            "detectors.spikes.window_fraction",
+            "must be <= 1, got 5 (a fraction)",
+        ),
+        # The other rules.
+        (
+            "detectors:\n  spikes:\n    z_threshold: .inf\n",
+            3,
+            "detectors.spikes.z_threshold",
+            "must be a finite number, got .inf",
+        ),
+        (
+            "detectors:\n  spikes:\n    z_threshold: .nan\n",
+            3,
+            "detectors.spikes.z_threshold",
+            "must be a finite number, got .nan",
+        ),
+        (
+            "detectors:\n  spikes:\n    z_threshold: 1" + "0" * 400 + "\n",
+            3,
+            "detectors.spikes.z_threshold",
+            "must be a finite number",
+        ),
+        (
+            "detectors:\n  spikes:\n    min_window: 500\n",
+            3,
+            "detectors.spikes.min_window",
+            "500 is above max_window (100, its default)",
+        ),
+        (
+            "detectors:\n  grad_norm:\n    max_window: 5\n",
+            3,
+            "detectors.grad_norm.max_window",
+            "5 is below min_window (10, its default): max_window must be >= min_window",
+        ),
+        (
+            "detectors:\n  grad_norm:\n    min_window: 2\n    max_window: 2\n",
+            3,
+            "detectors.grad_norm.min_window",
+            "must be >= 3, got 2 (a window needs 3 points",
+        ),
+        (
+            "detectors:\n  spikes:\n    max_window: 100000\n",
+            3,
+            "detectors.spikes.max_window",
+            "must be <= 1000, got 100000",
+        ),
+        (
+            "detectors:\n  grad_norm:\n    growth_windows: 10000000000\n",
+            3,
+            "detectors.grad_norm.growth_windows",
+            "must be <= 1000000000",
+        ),
+        (
+            "detectors:\n  divergence:\n    merge_gap: -1\n",
+            3,
+            "detectors.divergence.merge_gap",
+            "must be >= 0, got -1",
+        ),
+        (
+            "detectors:\n  lr_schedule:\n    min_early_points: 1\n",
+            3,
+            "detectors.lr_schedule.min_early_points",
+            "must be >= 2, got 1",
+        ),
+        (
+            "detectors:\n  divergence:\n    transient_factor: 0\n",
+            3,
+            "detectors.divergence.transient_factor",
+            "must be > 0, got 0",
+        ),
+    ],
+)
+def test_out_of_range_parameters_name_line_and_key(
+    text: str, line: int, key: str, fragment: str
+) -> None:
+    error = _error(text)
+    assert (error.line, error.key) == (line, key), str(error)
+    assert fragment in error.problem, str(error)
+    assert str(error) == f"{SOURCE}:{line}: {key}: {error.problem}"
+
+
+def test_ratio_bounds_say_why() -> None:
+    """A bound the detector's math needs (log10 of the ratio) is explained, not just stated."""
+    assert "log10(min_ratio)" in _error("detectors: {spikes: {min_ratio: 1}}\n").problem
+    error = _error("detectors: {grad_norm: {explosion_ratio: 1.0}}\n")
+    assert "log10(explosion_ratio)" in error.problem
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "detectors: {spikes: {min_ratio: 1.0001, window_fraction: 1, merge_gap: 0}}\n",
+        "detectors: {spikes: {min_window: 3, max_window: 3}}\n",
+        "detectors: {grad_norm: {min_window: 1000, max_window: 1000, explosion_ratio: 1.01}}\n",
+        "detectors: {divergence: {merge_gap: 0, max_skip_points: 1, drift_alpha: 1.0e-300}}\n",
+        "detectors: {lr_schedule: {min_early_points: 2, early_max_steps: 1000000000}}\n",
+        "detectors: {throughput: {sustain_fraction: 1.0, min_z: 1.0e+300}}\n",
+        "detectors: {spikes: {z_threshold: 3}}\n",  # a YAML integer for a number
+    ],
+)
+def test_values_at_the_bounds_are_accepted(text: str) -> None:
+    parse_config(text, SOURCE)
+    jsonschema.validate(yaml.safe_load(text), config_schema())
+
+
+def test_check_config_rejects_what_crashed_analyze(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`min_ratio: 0` passed check-config and then `analyze` died (math domain error,
+    exit 3); now check-config stops it with exit 2, the key and the line."""
+    path = tmp_path / SOURCE
+    path.write_text("detectors: {spikes: {min_ratio: 0}}\n")
+    code = main(["check-config", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith(
+        f"trainspotter: error: {path}:1: detectors.spikes.min_ratio: must be > 1, got 0 ("
+    )
 
 
 def test_cli_prints_the_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -290,9 +436,11 @@ def test_a_new_detector_is_configurable_without_edits(monkeypatch: pytest.Monkey
     props = schema["anyOf"][1]["properties"]
     assert props["threshold"] == {
         "type": "number",
+        "exclusiveMinimum": 0,
         "default": 2.5,
         "description": "How far is too far.",
     }
+    assert props["limit"]["anyOf"][0] == {"type": "integer", "maximum": 1_000_000_000}
     assert props["mode"]["enum"] == ["fast", "exact"]
     assert props["metrics"]["items"] == {"type": "string"}
     assert "brand_new:" in default_config_yaml()
@@ -340,6 +488,14 @@ def test_readme_reference_is_the_generated_one() -> None:
         "detectors: {spikes: {z_treshold: 1}}\n",
         "ignore: [{detector: spikes}]\n",
         "report: {outputs: [pdf]}\n",
+        "detectors: {spikes: {min_ratio: 0}}\n",
+        "detectors: {spikes: {min_ratio: 1}}\n",
+        "detectors: {spikes: {z_threshold: -1}}\n",
+        "detectors: {spikes: {window_fraction: 5}}\n",
+        "detectors: {spikes: {max_window: 1001}}\n",
+        "detectors: {grad_norm: {explosion_ratio: 0}}\n",
+        "detectors: {plateau: {min_points: -3}}\n",
+        "detectors: {divergence: {merge_gap: -1}}\n",
     ],
 )
 def test_schema_and_parser_agree_on_invalid_files(text: str) -> None:

@@ -7,6 +7,29 @@ live `DETECTORS` registry and each detector's `Params` dataclass (field names, t
 defaults, attribute docstrings), so a new detector or parameter is configurable, in the
 JSON Schema and in `trainspotter init`'s output without an edit here.
 
+Numeric detector parameters are also range-checked, by rules read off each field's name,
+type and default (`param_range`), so a value that would crash `analyze` or quietly turn a
+detector into noise is a config error (exit 2) instead:
+- every number must be finite (no `.inf` or `.nan`);
+- a parameter whose default is > 0 must be > 0; one whose default is 0 must be >= 0;
+  a negative default leaves the sign free (no detector has one today);
+- an integer named `min_*`, `*_points` or `*_count` with a default >= 1 must be >= 1; an
+  integer named `*_gap` (points allowed between two events) may be 0, merging only
+  adjacent points;
+- an integer `*_window` (a window of logged points) must be 3..1000: a median and its
+  spread need 3 points (grad_norm's rolling statistics raise below that), and spikes keeps
+  each candidate point's own window, so memory grows as candidates x window;
+- every integer is at most 1,000,000,000: no log has that many points, and larger counts
+  overflow the 64-bit window lengths of numpy and pandas (`growth_windows` x window);
+- a parameter whose name contains `fraction` must be <= 1 (when its default is);
+- `min_X` <= `max_X` for such a pair in one detector, on the values after defaults;
+- a few parameters whose use needs more (`_STRICTER`): `spikes.min_ratio` and
+  `grad_norm.explosion_ratio` must be > 1, since their log10 is the threshold (undefined
+  at <= 0, and at <= 1 no rise at all is needed); `lr_schedule.min_early_points` must be
+  >= 2 (its instability check needs a loss point after the first).
+The JSON Schema carries the same bounds (`minimum`, `exclusiveMinimum`, `maximum`); the
+finiteness and the min <= max pairs it cannot express.
+
 Also here: the JSON Schema (`config_schema`, shipped as `schemas/config.schema.json`), the
 commented default file (`default_config_yaml`), the README reference generated from the
 schema (`reference_markdown`), and the matching rules of `ignore` entries and `format`
@@ -24,6 +47,7 @@ import difflib
 import inspect
 import itertools
 import json
+import math
 import re
 import sys
 import textwrap
@@ -330,6 +354,178 @@ def detector_params(detector_id: str) -> list[ParamSpec]:
     return specs
 
 
+# --------------------------------------------------------------------------- ranges
+
+MAX_INT_PARAM = 1_000_000_000
+"""Ceiling of every integer parameter: no log has that many points, and larger counts
+overflow the 64-bit window lengths numpy and pandas take (`growth_windows` x window)."""
+
+WINDOW_POINTS = (3, 1_000)
+"""The range of an integer `*_window` parameter, in logged points."""
+
+
+@dataclass(frozen=True)
+class ParamRange:
+    """The values a numeric detector parameter accepts: finite, and within these bounds."""
+
+    minimum: float | None = None
+    """The lower bound; None for none."""
+    exclusive: bool = False
+    """Whether the lower bound itself is excluded (`> minimum` rather than `>= minimum`)."""
+    maximum: float | None = None
+    """The upper bound (inclusive); None for none."""
+    why_minimum: str = ""
+    """Why the lower bound, when it is not plain from the value (said in the error)."""
+    why_maximum: str = ""
+    """Why the upper bound, likewise."""
+
+    def problem(self, value: float) -> str | None:
+        """Why `value` is out of range, or None when it is in range."""
+        if not math.isfinite(value):
+            return f"must be a finite number, got {_number(value)}"
+        low = self.minimum
+        if low is not None and (value <= low if self.exclusive else value < low):
+            op = ">" if self.exclusive else ">="
+            return _out_of_range(op, low, value, self.why_minimum)
+        if self.maximum is not None and value > self.maximum:
+            return _out_of_range("<=", self.maximum, value, self.why_maximum)
+        return None
+
+    def schema(self) -> dict[str, Any]:
+        """The bounds as JSON Schema keywords."""
+        out: dict[str, Any] = {}
+        if self.minimum is not None:
+            key = "exclusiveMinimum" if self.exclusive else "minimum"
+            out[key] = _json_number(self.minimum)
+        if self.maximum is not None:
+            out["maximum"] = _json_number(self.maximum)
+        return out
+
+
+_STRICTER: dict[tuple[str, str], tuple[float, bool, str]] = {
+    ("spikes", "min_ratio"): (
+        1,
+        True,
+        "the smallest jump that counts is log10(min_ratio): undefined at <= 0, and at <= 1 "
+        "no rise is needed and the noise floor (1% of that jump) is gone",
+    ),
+    ("grad_norm", "explosion_ratio"): (
+        1,
+        True,
+        "an explosion is log10(explosion_ratio) above the trailing median: undefined at "
+        "<= 0, and at <= 1 ordinary norms qualify (a stretch at the median reads as a climb)",
+    ),
+    ("lr_schedule", "min_early_points"): (
+        2,
+        False,
+        "the early-instability check compares the loss points after the first with it, "
+        "and at 1 can be left with none",
+    ),
+}
+"""Lower bounds that a detector's own math needs beyond the generic rules: (detector id,
+parameter) -> (minimum, exclusive, why). Every other `*_ratio` (grad_norm.onset_ratio,
+lr_schedule.cliff_ratio) is a plain multiplier, and divergence.transient_factor, whose
+log10 is taken, only needs the > 0 its positive default gives it."""
+
+
+def _number(value: float) -> str:
+    """A number as a message shows it: YAML's spelling for the non-finite ones."""
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _json_number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _out_of_range(op: str, bound: float, value: float, why: str) -> str:
+    text = f"must be {op} {_number(bound)}, got {_number(value)}"
+    return f"{text} ({why})" if why else text
+
+
+def _numeric_kind(hint: Any) -> type | None:
+    """int or float for a numeric field (or a numeric field that may be null), else None."""
+    if hint in (int, float):
+        return typing.cast(type, hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        arms = [a for a in typing.get_args(hint) if a is not type(None)]
+        if arms and all(a in (int, float) for a in arms):
+            return float if float in arms else int
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def param_range(detector_id: str, spec: ParamSpec) -> ParamRange | None:
+    """The values a detector parameter accepts, by the rules in the module docstring;
+    None for a parameter that is not a number."""
+    kind = _numeric_kind(spec.hint)
+    if kind is None:
+        return None
+    name, default = spec.name, spec.default
+    minimum: float | None = None
+    exclusive = False
+    maximum: float | None = None
+    why_minimum = why_maximum = ""
+    known = _is_number(default) and math.isfinite(default)
+    if known and default > 0:
+        minimum, exclusive = 0, True
+    elif known and default == 0:
+        minimum = 0
+    if kind is int:
+        if minimum == 0 and exclusive:
+            minimum, exclusive = 1, False  # an integer > 0 is an integer >= 1
+        if known and name.endswith("_gap") and default >= 0:
+            minimum, exclusive = 0, False
+        elif (
+            known
+            and default >= 1
+            and (name.startswith("min_") or name.endswith(("_points", "_window", "_count")))
+        ):
+            minimum, exclusive = 1, False
+        low, high = WINDOW_POINTS
+        if known and name.endswith("_window") and low <= default <= high:
+            minimum, maximum = low, high
+            why_minimum = f"a window needs {low} points for a median and its spread"
+            why_maximum = "a longer window costs memory as candidate points x window"
+        if maximum is None and (not known or default <= MAX_INT_PARAM):
+            maximum = MAX_INT_PARAM
+            why_maximum = "larger counts overflow the 64-bit window lengths of numpy and pandas"
+    if known and "fraction" in name and default <= 1 and (maximum is None or maximum > 1):
+        maximum, why_maximum = 1, "a fraction"
+    stricter = _STRICTER.get((detector_id, name))
+    if stricter is not None:
+        minimum, exclusive, why_minimum = stricter
+    return ParamRange(minimum, exclusive, maximum, why_minimum, why_maximum)
+
+
+def param_ranges(detector_id: str) -> dict[str, ParamRange]:
+    """The range of every numeric parameter of a registered detector."""
+    ranges: dict[str, ParamRange] = {}
+    for spec in detector_params(detector_id):
+        found = param_range(detector_id, spec)
+        if found is not None:
+            ranges[spec.name] = found
+    return ranges
+
+
+def param_pairs(detector_id: str) -> list[tuple[str, str]]:
+    """The (`min_X`, `max_X`) pairs of numeric parameters of a detector: min <= max."""
+    numeric = param_ranges(detector_id)
+    return [
+        (name, "max_" + name.removeprefix("min_"))
+        for name in numeric
+        if name.startswith("min_") and "max_" + name.removeprefix("min_") in numeric
+    ]
+
+
 # --------------------------------------------------------------------------- YAML nodes
 
 _TAG_NAMES = {
@@ -495,10 +691,19 @@ class _Parser:
             return (isinstance(value, int) and not isinstance(value, bool)), value
         if hint is float:
             good = isinstance(value, int | float) and not isinstance(value, bool)
-            return good, float(value) if good else None
+            return good, _to_float(value) if good else None
         if hint is str:
             return (isinstance(value, str) and str(node.tag) == "tag:yaml.org,2002:str"), value
         return True, value  # a type we do not model: the detector's own checks apply
+
+
+def _to_float(value: float) -> float:
+    """A YAML number as a float; an integer too large for one is +-inf (so the range
+    check reports it) rather than an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def describe_type(hint: Any) -> str:
@@ -600,10 +805,12 @@ def _parse_detectors(parser: _Parser, node: yaml.Node) -> dict[str, DetectorSett
             out[name] = DetectorSettings(enabled=parser.scalar(value_node))
             continue
         specs = {s.name: s for s in detector_params(name)}
+        ranges = param_ranges(name)
         allowed = [*RESERVED_DETECTOR_KEYS, *specs]
         entries = parser.mapping(value_node, key)
         enabled, severity = True, None
         values: dict[str, Any] = {}
+        nodes: dict[str, yaml.Node] = {}
         for param, (param_key, param_value) in entries.items():
             full = f"{key}.{param}"
             if param == "enabled":
@@ -614,10 +821,16 @@ def _parse_detectors(parser: _Parser, node: yaml.Node) -> dict[str, DetectorSett
                 else:
                     severity = Severity.parse(parser.choice(param_value, full, SEVERITY_LABELS))
             elif param in specs:
-                values[param] = parser.typed(param_value, full, specs[param].hint)
+                value = parser.typed(param_value, full, specs[param].hint)
+                limits = ranges.get(param)
+                problem = limits.problem(value) if limits and _is_number(value) else None
+                if problem:
+                    parser.fail(param_value, full, problem)
+                values[param], nodes[param] = value, param_value
             else:
                 hint = _suggest(param, allowed) or f" (one of: {', '.join(allowed)})"
                 parser.fail(param_key, full, f"unknown parameter{hint}")
+        _check_pairs(parser, name, key, specs, values, nodes)
         params = None
         if values:
             try:
@@ -626,6 +839,39 @@ def _parse_detectors(parser: _Parser, node: yaml.Node) -> dict[str, DetectorSett
                 parser.fail(value_node, key, f"invalid parameters: {exc}")
         out[name] = DetectorSettings(enabled=enabled, severity=severity, params=params)
     return out
+
+
+def _check_pairs(
+    parser: _Parser,
+    detector_id: str,
+    key: str,
+    specs: Mapping[str, ParamSpec],
+    values: Mapping[str, Any],
+    nodes: Mapping[str, yaml.Node],
+) -> None:
+    """`min_X` <= `max_X` on the values after defaults; the error names the configured
+    key of the pair (`min_X` when both are)."""
+    for low_name, high_name in param_pairs(detector_id):
+        if low_name not in values and high_name not in values:
+            continue
+        low = values.get(low_name, specs[low_name].default)
+        high = values.get(high_name, specs[high_name].default)
+        if not (_is_number(low) and _is_number(high)) or low <= high:
+            continue
+        low_text = _number(low)
+        high_text = _number(high) + ("" if high_name in values else ", its default")
+        if low_name in values:
+            parser.fail(
+                nodes[low_name],
+                f"{key}.{low_name}",
+                f"{low_text} is above {high_name} ({high_text}): {low_name} must be <= {high_name}",
+            )
+        low_text = _number(low) + ", its default"
+        parser.fail(
+            nodes[high_name],
+            f"{key}.{high_name}",
+            f"{_number(high)} is below {low_name} ({low_text}): {high_name} must be >= {low_name}",
+        )
 
 
 def _parse_metrics(parser: _Parser, node: yaml.Node) -> dict[str, str]:
@@ -853,11 +1099,25 @@ def _detector_schema(detector_id: str) -> dict[str, Any]:
             "description": _DESCRIPTIONS["detector.severity"],
         },
     }
+    ranges = param_ranges(detector_id)
+    pairs = param_pairs(detector_id)
     for spec in detector_params(detector_id):
         schema = _type_schema(spec.hint)
+        if spec.name in ranges:
+            bounds = ranges[spec.name].schema()
+            arms = schema.get("anyOf", [schema])
+            for arm in arms:
+                if arm.get("type") in ("integer", "number"):
+                    arm.update(bounds)
         schema["default"] = _json_default(spec.default)
-        if spec.doc:
-            schema["description"] = spec.doc
+        doc = spec.doc
+        for low, high in pairs:
+            if spec.name == low:
+                doc = f"{doc} At most `{high}`.".strip()
+            elif spec.name == high:
+                doc = f"{doc} At least `{low}`.".strip()
+        if doc:
+            schema["description"] = doc
         properties[spec.name] = schema
     return {
         "description": detector.summary,
@@ -1089,6 +1349,17 @@ def _schema_type(schema: Mapping[str, Any]) -> str:
     kind = schema.get("type")
     if isinstance(kind, list):
         return " or ".join(kind)
+    if kind in ("integer", "number"):
+        # The ceiling every integer shares is said once, in the note above the tables.
+        bounds = [
+            f"{op} {schema[keyword]}"
+            for keyword, op in (("exclusiveMinimum", ">"), ("minimum", ">="), ("maximum", "<="))
+            if keyword in schema
+            and not (
+                keyword == "maximum" and kind == "integer" and schema[keyword] == MAX_INT_PARAM
+            )
+        ]
+        return f"{kind} ({', '.join(bounds)})" if bounds else str(kind)
     if kind == "array":
         items = schema.get("items")
         if isinstance(items, Mapping) and items:
@@ -1110,6 +1381,22 @@ def _default_cell(schema: Mapping[str, Any]) -> str:
     if "default" not in schema:
         return ""
     return "`" + json.dumps(schema["default"], ensure_ascii=False) + "`"
+
+
+_RANGES_NOTE = (
+    "Detector parameters are range-checked (`trainspotter check-config` says which key, "
+    "on which line): every number must be finite; a parameter with a positive default "
+    "must be positive; counts (`min_*`, `*_points`, `*_count`) are at least 1, gaps "
+    f"(`*_gap`) at least 0, windows (`*_window`) {WINDOW_POINTS[0]} to "
+    f"{WINDOW_POINTS[1]:,} points; a `*fraction*` is at most 1; `min_X` may not exceed "
+    "`max_X`; and a few parameters need more, for their detector's math ("
+    + ", ".join(
+        f"`{detector}.{name}` {'>' if exclusive else '>='} {_number(minimum)}"
+        for (detector, name), (minimum, exclusive, _) in _STRICTER.items()
+    )
+    + "). The type column shows each bound, except the one every integer shares: at most "
+    f"{MAX_INT_PARAM:,}."
+)
 
 
 def reference_markdown(schema: Mapping[str, Any] | None = None) -> str:
@@ -1140,7 +1427,7 @@ def reference_markdown(schema: Mapping[str, Any] | None = None) -> str:
         add(key, node)
     detectors = properties["detectors"]
     add("detectors", detectors)
-    parts = ["\n".join(rows)]
+    parts = ["\n".join(rows), _RANGES_NOTE]
     for name, node in detectors["properties"].items():
         params = node["anyOf"][1]["properties"]
         table = [
