@@ -35,7 +35,13 @@ from typing import Any
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers._files import display_name, first_line, latest_numbered_file, read_text
+from trainspotter.readers._files import (
+    display_name,
+    first_line,
+    folder_target,
+    latest_numbered_file,
+    read_text,
+)
 from trainspotter.readers._tabular import (
     RecordTableBuilder,
     RunBuilder,
@@ -150,11 +156,7 @@ class HfTrainerStateReader:
         return 0
 
     def find_in_folder(self, folder: Path) -> Path | None:
-        located = _locate(folder)
-        if located is None:
-            return None
-        file, note = located
-        return file if note is None else folder
+        return folder_target(folder, _locate(folder))
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)

@@ -26,7 +26,7 @@ from pathlib import Path
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import is_eval
-from trainspotter.readers._files import display_name, latest_numbered_file
+from trainspotter.readers._files import display_name, folder_target, latest_numbered_file
 from trainspotter.readers._tabular import (
     RunBuilder,
     StepChoice,
@@ -90,11 +90,7 @@ class LightningReader:
         return 0
 
     def find_in_folder(self, folder: Path) -> Path | None:
-        located = _locate(folder)
-        if located is None:
-            return None
-        file, note = located
-        return file if note is None else folder
+        return folder_target(folder, _locate(folder))
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)
