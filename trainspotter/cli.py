@@ -27,7 +27,13 @@ from pathlib import Path
 from trainspotter import __version__
 from trainspotter.analysis import Analysis
 from trainspotter.batch import analyze_paths, default_jobs
-from trainspotter.config import CONFIG_NAMES, ConfigError, default_config_yaml, load_config
+from trainspotter.config import (
+    CONFIG_NAMES,
+    GATE_OUTPUTS,
+    ConfigError,
+    default_config_yaml,
+    load_config,
+)
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import (
     EXIT_BAD_INPUT,
@@ -214,8 +220,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     gate_cmd.add_argument(
         "--outputs",
         metavar="LIST",
-        help="comma-separated outputs, overriding report.outputs "
-        "(annotations,summary,html,json,comment,sarif,codequality,junit)",
+        help=f"comma-separated outputs, overriding report.outputs ({','.join(GATE_OUTPUTS)})",
     )
     gate_cmd.add_argument(
         "--allow-empty", action="store_true", help="a pattern matching nothing is not an error"
@@ -350,20 +355,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     outputs = None
     if args.outputs is not None:
         outputs = tuple(o.strip() for o in args.outputs.split(",") if o.strip())
-        known = (
-            "annotations",
-            "summary",
-            "html",
-            "json",
-            "comment",
-            "sarif",
-            "codequality",
-            "junit",
-        )
-        unknown = [o for o in outputs if o not in known]
+        unknown = [o for o in outputs if o not in GATE_OUTPUTS]
         if unknown:
             raise UsageError(
-                f"--outputs: unknown {', '.join(unknown)} (one of: {', '.join(known)})"
+                f"--outputs: unknown {', '.join(unknown)} (one of: {', '.join(GATE_OUTPUTS)})"
             )
     github = args.github if args.github is not None else os.environ.get("GITHUB_ACTIONS") == "true"
     options = GateOptions(

@@ -9,9 +9,24 @@ no finding) rather than guess.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainspotter.model import Finding, Run
+
+
+@dataclass(frozen=True)
+class Above:
+    """A lower bound a parameter's math needs beyond the config's generic range rules,
+    declared on the Params field: `min_ratio: Annotated[float, Above(1, True, "...")]`.
+    The config check enforces it (the error says `why`) and the JSON Schema carries it;
+    every other reader of the type hints sees the plain type."""
+
+    minimum: float
+    exclusive: bool
+    """Whether `minimum` itself is excluded (`> minimum` rather than `>= minimum`)."""
+    why: str
+    """Why the bound, said in the config error."""
 
 
 class Detector(Protocol):

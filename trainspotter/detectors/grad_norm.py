@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Above
 from trainspotter.model import Finding, Run, Series, Severity
 
 
@@ -26,7 +28,15 @@ class GradNormParams:
     """...and at most this many."""
     z_threshold: float = 6.0
     """Robust z (log10 norm against the trailing window) an explosion must reach..."""
-    explosion_ratio: float = 5.0
+    explosion_ratio: Annotated[
+        float,
+        Above(
+            1,
+            True,
+            "an explosion is log10(explosion_ratio) above the trailing median: undefined at "
+            "<= 0, and at <= 1 ordinary norms qualify (a stretch at the median reads as a climb)",
+        ),
+    ] = 5.0
     """...and the ratio to the trailing median it must reach."""
     onset_ratio: float = 2.0
     """An explosion's start and end extend while the norm stays this far above baseline."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Above
 from trainspotter.model import Finding, Run, Series, Severity
 
 FloatArray = npt.NDArray[np.float64]
@@ -54,7 +56,15 @@ class LrScheduleParams:
     """Missing warmup: the early window searched for loss instability (share of steps)..."""
     early_max_steps: int = 1000
     """...at most this many steps (Adam's second-moment estimate settles in ~1/(1-beta2))."""
-    min_early_points: int = 5
+    min_early_points: Annotated[
+        int,
+        Above(
+            2,
+            False,
+            "the early-instability check compares the loss points after the first with it, "
+            "and at 1 can be left with none",
+        ),
+    ] = 5
     """...and at least this many loss points."""
     instability_rise: float = 1.0
     """Early instability: the loss climbs this fraction above its first logged value

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Above
 from trainspotter.detectors.stats import FloatArray
 from trainspotter.model import Finding, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
@@ -20,7 +22,15 @@ class SpikesParams:
 
     z_threshold: float = 8.0
     """Minimum modified z-score of the jump (noise from the trailing window)."""
-    min_ratio: float = 1.5
+    min_ratio: Annotated[
+        float,
+        Above(
+            1,
+            True,
+            "the smallest jump that counts is log10(min_ratio): undefined at <= 0, and at <= 1 "
+            "no rise is needed and the noise floor (1% of that jump) is gone",
+        ),
+    ] = 1.5
     """Minimum size of the jump relative to the level just before it (a ratio)."""
     window_fraction: float = 0.05
     """Trailing baseline window as a fraction of the metric's logged points..."""
