@@ -1,7 +1,7 @@
 """Reading `.trainspotter.yml`: the YAML walker, `parse_config` and `load_config`.
 
 The file is read with PyYAML's node API (`yaml.compose`), so every error names the file,
-the line and the key: `.trainspotter.yml:12: detectors.spikes.z_treshold: unknown
+the line and the key: `.trainspotter.yml:12: detectors.<id>.z_treshold: unknown
 parameter (did you mean 'z_threshold'?)`. The detector section is validated against the
 live `DETECTORS` registry and each detector's parameters as `params.py` describes them
 (types, ranges, `min_X` <= `max_X`), so this module names no detector.
@@ -300,7 +300,7 @@ def _parse_detectors(parser: _Parser, node: yaml.Node) -> dict[str, DetectorSett
             hint = _suggest(name, known) or f" (one of: {', '.join(known) or 'none registered'})"
             parser.fail(key_node, key, f"unknown detector{hint}")
         if isinstance(value_node, yaml.ScalarNode) and isinstance(parser.scalar(value_node), bool):
-            # `spikes: false` is shorthand for `spikes: {enabled: false}`.
+            # `<id>: false` is shorthand for `<id>: {enabled: false}`.
             out[name] = DetectorSettings(enabled=parser.scalar(value_node))
             continue
         specs = {s.name: s for s in detector_params(name)}
