@@ -12,7 +12,16 @@ from pathlib import Path
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers import csvlog, hf, jsonl, lightning_csv, tensorboard_events, wandb_csv
+from trainspotter.readers import (
+    csvlog,
+    hf,
+    jsonl,
+    lightning_csv,
+    mlflow,
+    stdout,
+    tensorboard_events,
+    wandb_csv,
+)
 from trainspotter.readers.base import Reader, ReadOptions
 
 # Order matters twice: folders are searched in this order, and on equal sniff scores the
@@ -20,9 +29,11 @@ from trainspotter.readers.base import Reader, ReadOptions
 READERS: dict[str, Reader] = {
     hf.READER.name: hf.READER,
     lightning_csv.READER.name: lightning_csv.READER,
+    mlflow.READER.name: mlflow.READER,
     tensorboard_events.READER.name: tensorboard_events.READER,
     wandb_csv.READER.name: wandb_csv.READER,
     jsonl.READER.name: jsonl.READER,
+    stdout.READER.name: stdout.READER,
     csvlog.READER.name: csvlog.READER,
 }
 
@@ -51,7 +62,8 @@ def detect_format(path: Path, display: str) -> tuple[Reader, Path]:
         raise InputError(
             display,
             "no training log found in this folder (looked for trainer_state.json, "
-            "checkpoint-*/, metrics.csv, TensorBoard event files, *.csv, *.jsonl)",
+            "checkpoint-*/, metrics.csv, an MLflow mlruns/ store, TensorBoard event files, "
+            "*.csv, *.jsonl)",
         )
     with path.open("rb") as fh:
         raw = fh.read(HEAD_BYTES)
@@ -71,7 +83,8 @@ def detect_format(path: Path, display: str) -> tuple[Reader, Path]:
     raise InputError(
         display,
         "unrecognised log format (expected trainer_state.json, CSV, JSONL, W&B export, "
-        "Lightning metrics.csv or TensorBoard events); pass --format to force one",
+        "Lightning metrics.csv, MLflow metric files, TensorBoard events or printed "
+        "training output); pass --format to force one",
     )
 
 

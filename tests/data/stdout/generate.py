@@ -1,0 +1,266 @@
+"""Capture what real training loops print, for the stdout reader's tests.
+
+Each case runs in its own process with stdout and stderr sent to one file, exactly as
+`python train.py > train.log 2>&1` would leave them (so tqdm's carriage-return bars,
+library warnings and the training lines interleave as they do in a real log):
+
+- `hf_trainer_no_tqdm.log`: `transformers.Trainer` with `disable_tqdm=True` (the dicts
+  printed by its PrinterCallback), a tiny randomly initialised GPT-2 (no downloads).
+- `hf_trainer_tqdm.log`: the same run with `disable_tqdm=False` (the dicts written through
+  tqdm between carriage-return progress-bar refreshes).
+- `keras_verbose2.log` / `keras_verbose1.log`: Keras 3 (torch backend) `fit(verbose=2)` and
+  `fit(verbose=1)` of a small MLP on seeded random data with a validation split.
+- `nanogpt.log`: a plain torch loop in nanoGPT's style, printing
+  `iter N: loss X, time Yms, mfu Z%` and `step N: train loss X, val loss Y`.
+- `lightning_bar.log`: PyTorch Lightning's default TQDM progress bar (`train_loss` in the
+  postfix, `prog_bar=True`).
+
+Everything is seeded and runs on CPU in well under a minute per case. Timings (`time`,
+`it/s`, runtimes) are wall-clock and differ on every run; losses are reproducible on one
+machine.
+
+Regenerate (from the repository root, in a separate environment)::
+
+    python3 -m venv /tmp/stdout-gen
+    /tmp/stdout-gen/bin/pip install -r tests/data/stdout/requirements.txt
+    /tmp/stdout-gen/bin/python tests/data/stdout/generate.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SEED = 7
+
+
+def hf_trainer(disable_tqdm: bool) -> None:
+    import torch
+    from torch.utils.data import Dataset
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments, set_seed
+
+    vocab, length = 32, 16
+
+    class Successors(Dataset[dict[str, torch.Tensor]]):
+        """A fixed random successor walk with 10% random tokens (learnable, loss floor > 0)."""
+
+        def __init__(self, count: int, seed: int) -> None:
+            successor = torch.randperm(vocab, generator=torch.Generator().manual_seed(SEED))
+            gen = torch.Generator().manual_seed(seed)
+            tokens = torch.empty((count, length), dtype=torch.long)
+            tokens[:, 0] = torch.randint(0, vocab, (count,), generator=gen)
+            for i in range(1, length):
+                noise = torch.rand(count, generator=gen) < 0.1
+                random_tokens = torch.randint(0, vocab, (count,), generator=gen)
+                tokens[:, i] = torch.where(noise, random_tokens, successor[tokens[:, i - 1]])
+            self.tokens = tokens
+
+        def __len__(self) -> int:
+            return int(self.tokens.shape[0])
+
+        def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+            return {"input_ids": self.tokens[index], "labels": self.tokens[index].clone()}
+
+    set_seed(SEED)
+    config = GPT2Config(
+        vocab_size=vocab, n_positions=length, n_embd=32, n_layer=1, n_head=2,
+        bos_token_id=0, eos_token_id=0,
+    )
+    out = Path(os.environ["STDOUT_GEN_TMP"]) / "hf_output"
+    args = TrainingArguments(
+        output_dir=str(out),
+        max_steps=60,
+        per_device_train_batch_size=32,
+        per_device_eval_batch_size=64,
+        learning_rate=1e-3,
+        warmup_steps=10,
+        logging_steps=5,
+        eval_strategy="steps",
+        eval_steps=20,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=disable_tqdm,
+        seed=SEED,
+        use_cpu=True,
+    )
+    trainer = Trainer(
+        model=GPT2LMHeadModel(config),
+        args=args,
+        train_dataset=Successors(1024, 1),
+        eval_dataset=Successors(128, 2),
+    )
+    trainer.train()
+
+
+def keras_fit(verbose: int) -> None:
+    os.environ["KERAS_BACKEND"] = "torch"
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(SEED)
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(640, 8)).astype("float32")
+    weights = rng.normal(size=(8,))
+    y = ((x @ weights + 0.5 * rng.normal(size=640)) > 0).astype("float32")
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2),
+        loss=keras.losses.BinaryCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    model.fit(x, y, epochs=8, batch_size=32, validation_split=0.2, verbose=verbose)
+
+
+def nanogpt_loop() -> None:
+    import time
+
+    import torch
+    from torch import nn
+
+    torch.manual_seed(SEED)
+    vocab, block, batch = 32, 16, 16
+    successor = torch.randperm(vocab)
+    data = torch.empty(20000, dtype=torch.long)
+    data[0] = 0
+    for i in range(1, len(data)):
+        data[i] = successor[data[i - 1]] if torch.rand(()) > 0.1 else torch.randint(vocab, ())
+    split = int(0.9 * len(data))
+    train_data, val_data = data[:split], data[split:]
+
+    def get_batch(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ix = torch.randint(len(source) - block - 1, (batch,))
+        x = torch.stack([source[i : i + block] for i in ix])
+        y = torch.stack([source[i + 1 : i + 1 + block] for i in ix])
+        return x, y
+
+    class Bigramish(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(vocab, 64)
+            self.mlp = nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.Linear(64, vocab))
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            logits = self.mlp(self.emb(x))
+            return nn.functional.cross_entropy(logits.view(-1, vocab), y.view(-1))
+
+    model = Bigramish()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    flops_per_iter = 6 * sum(p.numel() for p in model.parameters()) * batch * block
+    print(f"number of parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M")
+
+    @torch.no_grad()
+    def estimate_loss() -> dict[str, float]:
+        model.eval()
+        out = {}
+        for name, source in (("train", train_data), ("val", val_data)):
+            out[name] = float(torch.stack([model(*get_batch(source)) for _ in range(10)]).mean())
+        model.train()
+        return out
+
+    t0 = time.time()
+    for iter_num in range(301):
+        if iter_num % 100 == 0:
+            losses = estimate_loss()
+            print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+        loss = model(*get_batch(train_data))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        t1 = time.time()
+        dt, t0 = t1 - t0, t1
+        if iter_num % 10 == 0:
+            mfu = flops_per_iter / dt / 1e12 * 100
+            print(f"iter {iter_num}: loss {loss.item():.4f}, time {dt * 1000:.2f}ms, mfu {mfu:.2f}%")
+
+
+def lightning_bar() -> None:
+    import lightning as L
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    L.seed_everything(SEED)
+
+    class Regressor(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = nn.Linear(4, 1)
+
+        def training_step(self, batch: list[torch.Tensor], index: int) -> torch.Tensor:
+            x, y = batch
+            loss = nn.functional.mse_loss(self.layer(x), y)
+            self.log("train_loss", loss, prog_bar=True)
+            return loss
+
+        def validation_step(self, batch: list[torch.Tensor], index: int) -> None:
+            x, y = batch
+            self.log("val_loss", nn.functional.mse_loss(self.layer(x), y), prog_bar=True)
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    gen = torch.Generator().manual_seed(SEED)
+    x = torch.randn(256, 4, generator=gen)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5], [0.0]]) + 0.1 * torch.randn(256, 1, generator=gen)
+    train = DataLoader(TensorDataset(x[:192], y[:192]), batch_size=16)
+    val = DataLoader(TensorDataset(x[192:], y[192:]), batch_size=32)
+    trainer = L.Trainer(
+        max_epochs=3,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        log_every_n_steps=1,
+        default_root_dir=os.environ["STDOUT_GEN_TMP"],
+    )
+    trainer.fit(Regressor(), train, val)
+
+
+CASES = {
+    "hf_trainer_no_tqdm": lambda: hf_trainer(disable_tqdm=True),
+    "hf_trainer_tqdm": lambda: hf_trainer(disable_tqdm=False),
+    "keras_verbose2": lambda: keras_fit(2),
+    "keras_verbose1": lambda: keras_fit(1),
+    "nanogpt": nanogpt_loop,
+    "lightning_bar": lightning_bar,
+}
+
+
+def main() -> None:
+    import tempfile
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--case":
+        CASES[sys.argv[2]]()
+        return
+    wanted = sys.argv[1:] or list(CASES)
+    for case in wanted:
+        with tempfile.TemporaryDirectory() as scratch:
+            env = {
+                **os.environ,
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "KERAS_BACKEND": "torch",
+                "PYTHONHASHSEED": "0",
+                "STDOUT_GEN_TMP": scratch,
+                "TOKENIZERS_PARALLELISM": "false",
+            }
+            target = HERE / f"{case}.log"
+            with target.open("wb") as log:
+                subprocess.run(
+                    [sys.executable, __file__, "--case", case],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=scratch,
+                    check=True,
+                )
+            print(f"wrote {target.relative_to(HERE.parent.parent.parent)}")
+
+
+if __name__ == "__main__":
+    main()
