@@ -16,7 +16,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test]'
 	touch $@
 
 # The divergent run fails the gate (exit 1) by design: that is the demo, not a make error.

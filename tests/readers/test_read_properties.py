@@ -19,7 +19,16 @@ from trainspotter.errors import InputError
 from trainspotter.readers import READERS, read_log
 
 FORMATS = [None, *sorted(READERS)]
-NAMES = ["log.csv", "metrics.csv", "trainer_state.json", "log.jsonl", "events.out.tfevents.1.h"]
+NAMES = [
+    "log.csv",
+    "metrics.csv",
+    "trainer_state.json",
+    "log.jsonl",
+    "events.out.tfevents.1.h",
+    "train.log",
+    "loss",
+]
+DATA = Path(__file__).resolve().parents[1] / "data"
 # TRAINSPOTTER_PROPERTY_EXAMPLES=2000 for a thorough run; the default keeps the suite fast.
 PROPERTY_SETTINGS = settings(
     max_examples=int(os.environ.get("TRAINSPOTTER_PROPERTY_EXAMPLES", "40")),
@@ -57,6 +66,12 @@ def samples() -> dict[str, bytes]:
         "wandb_export.csv": b'"Step","a - loss","a - loss__MIN","a - loss__MAX"\n"1","2","2","2"\n',
         "log.jsonl": b'{"step": 1, "loss": 2.0, "eval": {"loss": 2.1}}\n{"step": 2, "loss": NaN}\n',
     }
+    # Printed output and an MLflow metric file, as the real tools wrote them.
+    found["train.log"] = (DATA / "stdout" / "keras_verbose1.log").read_bytes()[:6000] + (
+        DATA / "stdout" / "hf_trainer_tqdm.log"
+    ).read_bytes()[-3000:]
+    (metric_file,) = sorted((DATA / "mlflow" / "mlruns").glob("*/*/metrics/grad_norm"))[:1]
+    found["loss"] = metric_file.read_bytes()
     tensorboardx = pytest.importorskip("tensorboardX")
     import tempfile
 
@@ -232,3 +247,79 @@ def test_unsorted_duplicate_and_non_finite_steps(
     assert series.steps.tolist() == steps
     for got, want in zip(series.values.tolist(), values, strict=True):
         assert (math.isnan(got) and math.isnan(want)) or got == want
+
+
+# --- printed output and MLflow stores: interleaved, garbled, truncated ------------------
+
+
+@functools.cache
+def printed_lines() -> list[str]:
+    """Every \\n-line of the captured real training output (tests/data/stdout)."""
+    lines: list[str] = []
+    for path in sorted((DATA / "stdout").glob("*.log")):
+        lines.extend(path.read_text(encoding="utf-8").split("\n"))
+    return lines
+
+
+@PROPERTY_SETTINGS
+@given(
+    picks=st.lists(st.integers(min_value=0), min_size=1, max_size=30),
+    junk=st.lists(st.text(max_size=40), max_size=5),
+    cut=st.integers(min_value=0, max_value=200),
+    fmt=st.sampled_from([None, "stdout"]),
+)
+def test_interleaved_printed_output(
+    workdir: Path, picks: list[int], junk: list[str], cut: int, fmt: str | None
+) -> None:
+    """Lines of different real logs in any order, with junk lines and a cut last line."""
+    pool = printed_lines()
+    lines = [pool[i % len(pool)] for i in picks] + junk
+    text = "\n".join(lines)
+    path = workdir / "interleaved.log"
+    path.write_text(text[: max(len(text) - cut, 0)], encoding="utf-8", errors="replace")
+    read_or_reject(path, fmt)
+
+
+METRIC_LINES = st.one_of(
+    st.tuples(
+        st.integers(0, 2**45), st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 9)
+    ).map(lambda t: f"{t[0]} {t[1]!r} {t[2]}"),
+    st.text(alphabet="0123456789 .-nainfe\t", max_size=25),
+)
+
+
+@PROPERTY_SETTINGS
+@given(
+    files=st.dictionaries(
+        st.sampled_from(["loss", "train/loss", "val_loss", "a/b/c", "lr"]),
+        st.lists(METRIC_LINES, max_size=12),
+        max_size=4,
+    ),
+    meta=st.sampled_from(["run_name: r\n", "", ":\n[", "run_name: [1, 2]\n", "- a\n"]),
+    target=st.sampled_from(["store", "experiment", "run"]),
+)
+def test_mlflow_store_with_damaged_files(
+    tmp_path_factory: pytest.TempPathFactory,
+    files: dict[str, list[str]],
+    meta: str,
+    target: str,
+) -> None:
+    root = tmp_path_factory.mktemp("mlruns")
+    run = root / "mlruns" / "1" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (run.parent / "meta.yaml").write_text("name: e\n", encoding="utf-8")
+    (run / "meta.yaml").write_text(meta, encoding="utf-8")
+    for name, lines in files.items():
+        path = run / "metrics" / name
+        if any(parent.is_file() for parent in path.parents):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines), encoding="utf-8")
+    chosen = {"store": root / "mlruns", "experiment": run.parent, "run": run}[target]
+    for fmt in (None, "mlflow"):
+        try:
+            result = read_log(chosen, fmt=fmt)
+        except InputError as exc:
+            assert exc.problem and "\n" not in exc.problem
+            continue
+        assert_well_formed(result)

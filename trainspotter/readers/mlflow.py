@@ -323,7 +323,7 @@ class MlflowReader:
             chosen = choose_run(runs, options.run_name, display)
             relative = chosen.path.relative_to(path).as_posix()
             builder.note(
-                f"read MLflow run {chosen.label()} ({relative})"
+                f"read MLflow run {chosen.label()} at {relative}"
                 + (f", one of {len(runs)} runs" if len(runs) > 1 else "")
             )
         builder.meta.update(

@@ -31,7 +31,8 @@ A progress bar repeats an evaluation result in every refresh until the next eval
 (Lightning's `val_loss=` postfix), so on a line whose batch counter is mid-epoch (`5/12`)
 an eval metric's value equal to its previous value is not a new point (a new value is; at
 an epoch's end, `12/12`, a repeat is kept: two evaluations can agree). Steps logged twice
-(bar refreshes at one step) follow the shared last-write-wins rule (`Series.build`). Lines
+(bar refreshes at one step) follow the shared last-write-wins rule (`Series.build`); a bar
+at `0/N` has done nothing yet and shows values left from before, so it is skipped. Lines
 that are not progress lines (warnings, model summaries, bars without metrics) are skipped
 and counted in `meta["skipped_lines"]`; a log with no progress line is an InputError
 naming what was looked for.
@@ -295,6 +296,8 @@ class StdoutLines:
             self._epoch_header = (int(header.group(1)), int(header.group(2)))
             return
         progress = parse_progress(segment)
+        if progress is not None and progress.batch is not None and progress.batch[0] == 0:
+            progress = None  # a bar at 0/N shows what it showed before it (re)started
         if progress is None:
             self.skipped += 1
             if self.first_skipped is None:
@@ -421,8 +424,8 @@ def sniff_text(head: str) -> int:
     """SCORE when the head of a file holds a progress line and is not JSON, else 0."""
     if "\x00" in head:
         return 0
-    start = first_line(head).lstrip("\ufeff \t")
-    if start.startswith(('{"', "[")) or start.rstrip() == "{":
+    start = first_line(head).strip("\ufeff \t\r")
+    if start in ("{", "[") or start.startswith(('{"', "[{", '["', "[[")):
         return 0  # JSON (Lines) and JSON documents belong to their own readers
     lines = head.split("\n")
     if len(lines) > 1:

@@ -12,8 +12,8 @@ library warnings and the training lines interleave as they do in a real log):
   `fit(verbose=1)` of a small MLP on seeded random data with a validation split.
 - `nanogpt.log`: a plain torch loop in nanoGPT's style, printing
   `iter N: loss X, time Yms, mfu Z%` and `step N: train loss X, val loss Y`.
-- `lightning_bar.log`: PyTorch Lightning's default TQDM progress bar (`train_loss` in the
-  postfix, `prog_bar=True`).
+- `lightning_bar.log`: PyTorch Lightning's TQDM progress bar (`train_loss` and `val_loss`
+  in the postfix, `prog_bar=True`).
 
 Everything is seeded and runs on CPU in well under a minute per case. Timings (`time`,
 `it/s`, runtimes) are wall-clock and differ on every run; losses are reproducible on one
@@ -66,8 +66,13 @@ def hf_trainer(disable_tqdm: bool) -> None:
 
     set_seed(SEED)
     config = GPT2Config(
-        vocab_size=vocab, n_positions=length, n_embd=32, n_layer=1, n_head=2,
-        bos_token_id=0, eos_token_id=0,
+        vocab_size=vocab,
+        n_positions=length,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     out = Path(os.environ["STDOUT_GEN_TMP"]) / "hf_output"
     args = TrainingArguments(
@@ -166,7 +171,9 @@ def nanogpt_loop() -> None:
     for iter_num in range(301):
         if iter_num % 100 == 0:
             losses = estimate_loss()
-            print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+            print(
+                f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
+            )
         loss = model(*get_batch(train_data))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -175,12 +182,15 @@ def nanogpt_loop() -> None:
         dt, t0 = t1 - t0, t1
         if iter_num % 10 == 0:
             mfu = flops_per_iter / dt / 1e12 * 100
-            print(f"iter {iter_num}: loss {loss.item():.4f}, time {dt * 1000:.2f}ms, mfu {mfu:.2f}%")
+            print(
+                f"iter {iter_num}: loss {loss.item():.4f}, time {dt * 1000:.2f}ms, mfu {mfu:.2f}%"
+            )
 
 
 def lightning_bar() -> None:
     import lightning as L
     import torch
+    from lightning.pytorch.callbacks import TQDMProgressBar
     from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -216,6 +226,9 @@ def lightning_bar() -> None:
         enable_checkpointing=False,
         enable_model_summary=False,
         log_every_n_steps=1,
+        # The tqdm bar explicitly: with `rich` installed Lightning would pick its Rich bar,
+        # which prints only its final state when the output is not a terminal.
+        callbacks=[TQDMProgressBar()],
         default_root_dir=os.environ["STDOUT_GEN_TMP"],
     )
     trainer.fit(Regressor(), train, val)
