@@ -171,6 +171,8 @@ def test_progress_line_shapes(line: str, step: int | None, values: dict[str, flo
         "step,loss",
         "1,2.0",
         "Saving model checkpoint to out/checkpoint-500",
+        "The train loss climbs from 0.12 after the warmup takes the LR to 0.0001 and stays",
+        "| 4 | run.json | plateau | The loss falls from 3.26 with Kendall tau -0.71, p 0.002 |",
     ],
 )
 def test_lines_that_are_not_progress(line: str) -> None:
@@ -202,6 +204,17 @@ def test_carriage_returns_ansi_and_warnings(make_file: MakeFile) -> None:
     assert run.metrics["train/loss"].values.tolist() == [0.9, 0.8, 0.6, 0.5]
     assert run.metrics["eval/loss"].steps.tolist() == [2, 4]
     assert run.meta["skipped_lines"] == 2
+
+
+def test_a_document_mentioning_a_loss_is_not_a_log(make_file: MakeFile) -> None:
+    path = make_file(
+        "notes.md",
+        "# Results\n\nWe trained for a while.\nFinal loss: 0.25 on the test set.\n"
+        "Nothing else to say here.\n",
+    )
+    with pytest.raises(InputError, match="unrecognised log format"):
+        detect_format(path, str(path))
+    assert read_log(path, fmt="stdout").metrics["Final_loss"].values.tolist() == [0.25]
 
 
 def test_nothing_matches_is_a_one_line_error(make_file: MakeFile) -> None:

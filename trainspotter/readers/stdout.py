@@ -15,7 +15,7 @@ of these shapes:
   `step 250: train loss 1.9, val loss 2.0`), Keras (`Epoch 3/10` then `... - loss: 0.4512
   - val_loss: 0.51`), tqdm and Lightning postfixes (`[00:01, 25.0it/s, train_loss=2.31]`),
   fairseq/Megatron (`| loss 2.31 | lr 3e-4 |`, `iteration 100/ 5000 | lm loss: 2.3E+00`).
-  A key may be up to four words (`train loss` -> `train_loss`); a unit after the value
+  A key may be two words (`train loss` -> `train_loss`); a unit after the value
   (`ms`, `s`, `%`, `it/s`) is dropped from the value and kept in `meta["units"]`.
 
 The step of a progress line, first rule that applies: a step counter on the line (`step`,
@@ -108,7 +108,7 @@ _SEGMENTS = re.compile(r"[\r\n]+")
 _NUMBER = r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
 _WORD = r"[A-Za-z_][\w.\-/]*"
 _PAIR = re.compile(
-    rf"(?<![\w.\-/])(?P<key>{_WORD}(?: {_WORD}){{0,3}})['\"]?(?:\s*[:=]\s*|\s+)"
+    rf"(?<![\w.\-/])(?P<key>{_WORD}(?: {_WORD}){{0,1}})['\"]?(?:\s*[:=]\s*|\s+)"
     rf"(?P<value>{_NUMBER})(?P<unit>ms/step|s/step|us/step|it/s|s/it|ms|us|µs|sec|s|%)?"
     r"(?=$|[\s,|;:\]\)}'\"])",
     re.IGNORECASE,
@@ -117,6 +117,11 @@ _KEYED_COUNTER = re.compile(
     rf"(?<![\w.\-/])(?P<key>{_WORD})\s*[:=]?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)(?![\w/.])"
 )
 _COUNTER = re.compile(r"(?<![\w/.:])(?P<n>\d+)\s*/\s*(?P<total>\d+)(?![\w/.:])")
+_NUMBER_TOKEN = re.compile(r"\d[\w./%]*")
+_PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
+PROSE_WORDS = 4
+"""Words a progress line may hold besides its keys (`INFO`, `train_inner`, a bar's name)
+before it reads as a sentence: at most this many, or twice its number of values."""
 _EPOCH_HEADER = re.compile(r"^\s*epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 _DICT = re.compile(r"\{.*\}")
 _NAN_NAMES = {"nan": math.nan, "inf": math.inf, "infinity": math.inf}
@@ -135,6 +140,8 @@ class Progress:
     epoch_counted_from_one: bool = False
     batch: tuple[int, int] | None = None
     is_dict: bool = False
+    prose_words: int = 0
+    """Words on the line that are neither a key nor a unit."""
 
 
 def clean(text: str) -> str:
@@ -211,6 +218,8 @@ def parse_progress(line: str) -> Progress | None:
         progress = _parse_pairs(line)
     if not any(_is_key_metric(key) for key in progress.values):
         return None
+    if progress.prose_words > max(PROSE_WORDS, 2 * len(progress.values)):
+        return None  # a sentence that mentions a loss (docs, messages), not a progress line
     epoch = next((v for k, v in progress.values.items() if k.lower() in EPOCH_KEYS), None)
     if epoch is not None and progress.epoch is None:
         progress.epoch = epoch
@@ -233,6 +242,7 @@ def _parse_pairs(line: str) -> Progress:
     if counter is not None:
         progress.batch = (int(counter["n"]), int(counter["total"]))
         rest = rest[: counter.start()] + " " + rest[counter.end() :]
+    progress.prose_words = len(_PROSE_WORD.findall(_NUMBER_TOKEN.sub(" ", _PAIR.sub(" ", rest))))
     for match in _PAIR.finditer(rest):
         key = " ".join(match.group("key").split()).strip("'\"")
         lowered = key.lower()
@@ -430,11 +440,17 @@ def sniff_text(head: str) -> int:
     lines = head.split("\n")
     if len(lines) > 1:
         lines = lines[:-1]  # the head's last line may be cut
+    # Two progress lines, or one in a tiny file: a document that mentions a loss once in
+    # a sentence (a README, a report) is not a training log.
+    found = seen = 0
     for line in lines[:SNIFF_LINES]:
         for segment in _SEGMENTS.split(clean(line)):
-            if segment.strip() and parse_progress(segment) is not None:
+            if segment.strip():
+                seen += 1
+                found += parse_progress(segment) is not None
+            if found >= 2:
                 return SCORE
-    return 0
+    return SCORE if found and seen <= 2 else 0
 
 
 class StdoutReader:
