@@ -4,6 +4,7 @@ generate.py there), and on the line shapes of tools not run here (fairseq, Megat
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from pathlib import Path
@@ -258,10 +259,9 @@ def test_stdout_reads_in_pieces(make_file: MakeFile, monkeypatch: pytest.MonkeyP
     )
     path = make_file("train.log", body)
     whole = read_log(path)
-    monkeypatch.setattr(_files, "TEXT_BLOCK_BYTES", 7)
     monkeypatch.setattr(
-        "trainspotter.readers.stdout.read_text_pieces",
-        lambda p, d: _files.read_text_pieces(p, d, block=7),
+        "trainspotter.readers.stdout.read_text_lines",
+        functools.partial(_files.read_text_lines, block=7),
     )
     pieces = read_log(path)
     assert np.array_equal(whole.metrics["train/loss"].values, pieces.metrics["train/loss"].values)

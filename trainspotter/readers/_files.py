@@ -117,6 +117,16 @@ def read_text_pieces(
             yield offset, _decode_piece(pending, offset, display)
 
 
+def read_text_lines(path: Path, display: str, block: int = TEXT_BLOCK_BYTES) -> Iterator[list[str]]:
+    """`read_text_pieces` as lists of lines (split on "\n" only, without it): a
+    line-based reader streams a large file with the shared checks and one-line errors."""
+    for _, text in read_text_pieces(path, display, block):
+        lines = text.split("\n")
+        if not lines[-1]:
+            lines.pop()
+        yield lines
+
+
 def _decode_piece(data: bytes, offset: int, display: str) -> str:
     try:
         return data.decode("utf-8-sig" if offset == 0 else "utf-8")

@@ -40,7 +40,7 @@ import yaml
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers._files import display_name, read_text_pieces
+from trainspotter.readers._files import display_name, read_text_lines
 from trainspotter.readers._tabular import (
     Column,
     RunBuilder,
@@ -219,11 +219,8 @@ def _parse_line(line: str) -> tuple[float, float, int] | None:
 
 def read_metric_file(path: Path, display: str) -> MetricFile:
     metric = MetricFile()
-    for _, text in read_text_pieces(path, display):
-        pieces = text.split("\n")
-        if not pieces[-1]:
-            pieces.pop()
-        metric.add(pieces)
+    for lines in read_text_lines(path, display):
+        metric.add(lines)
     return metric
 
 

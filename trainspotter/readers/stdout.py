@@ -40,7 +40,7 @@ naming what was looked for.
 What is printed is what is read: Keras' `verbose=1` bar shows the running mean of the
 epoch so far (it restarts each epoch), a tqdm postfix the value at the last refresh.
 
-The file is read in pieces (`read_text_pieces`) and each metric kept in compact typed
+The file is read in pieces (`read_text_lines`) and each metric kept in compact typed
 arrays, so memory follows the number of values, not the size of the text.
 """
 
@@ -59,7 +59,7 @@ import numpy as np
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import GRAD_NORM, LR, is_eval, is_loss_like
-from trainspotter.readers._files import display_name, first_line, read_text_pieces
+from trainspotter.readers._files import display_name, first_line, read_text_lines
 from trainspotter.readers._tabular import (
     Column,
     RunBuilder,
@@ -468,12 +468,8 @@ class StdoutReader:
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = display_name(path, options.display_path)
         lines = StdoutLines()
-        for _, text in read_text_pieces(path, display):
-            # Each piece ends at "\n" (or the end of the file); "\r" is split per segment.
-            pieces = text.split("\n")
-            if not pieces[-1]:
-                pieces.pop()
-            lines.add(pieces)
+        for pieces in read_text_lines(path, display):
+            lines.add(pieces)  # "\r" is split per segment
         return lines.run(self.name, display, options)
 
 
