@@ -47,6 +47,7 @@ arrays, so memory follows the number of values, not the size of the text.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from array import array
@@ -193,6 +194,7 @@ def _as_step(value: float) -> int | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_key_metric(raw: str) -> bool:
     """A name that makes a line a progress line (the rest of a line's pairs ride along)."""
     name = canonical_name(_spelling(raw, None), {})
@@ -242,8 +244,14 @@ def _parse_pairs(line: str) -> Progress:
     if counter is not None:
         progress.batch = (int(counter["n"]), int(counter["total"]))
         rest = rest[: counter.start()] + " " + rest[counter.end() :]
-    progress.prose_words = len(_PROSE_WORD.findall(_NUMBER_TOKEN.sub(" ", _PAIR.sub(" ", rest))))
-    for match in _PAIR.finditer(rest):
+    matches = list(_PAIR.finditer(rest))
+    outside, start = [], 0
+    for match in matches:
+        outside.append(rest[start : match.start()])
+        start = match.end()
+    outside.append(rest[start:])
+    progress.prose_words = len(_PROSE_WORD.findall(_NUMBER_TOKEN.sub(" ", " ".join(outside))))
+    for match in matches:
         key = " ".join(match.group("key").split()).strip("'\"")
         lowered = key.lower()
         if lowered in IGNORED_KEYS:
@@ -260,6 +268,7 @@ def _parse_pairs(line: str) -> Progress:
     return progress
 
 
+@functools.lru_cache(maxsize=4096)
 def _spelling(raw: str, unit: str | None) -> str:
     """HF's `eval_x` -> `eval/x`; a per-step time printed in ms or s -> `step_time`."""
     if raw.lower().replace("_", " ") in TIME_KEYS and unit in TIME_UNITS:
