@@ -12,9 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from hypothesis import strategies as st
 
-from trainspotter.model import Run, Series
-
-FloatArray = npt.NDArray[np.float64]
+from trainspotter.model import FloatArray, Run, Series
 
 
 def make_run(

@@ -11,6 +11,7 @@ from synth import make_run
 
 from trainspotter import analysis
 from trainspotter.analysis import AnalysisSettings, analyze
+from trainspotter.detectors import DETECTORS
 from trainspotter.model import Finding, Run, Severity
 
 
@@ -20,7 +21,8 @@ class _NoParams:
 
 
 class _Planted:
-    """A stand-in detector that returns fixed findings, to test analysis alone."""
+    """A stand-in detector that returns fixed findings, to test analysis alone. It links
+    like the registered detector of its name (its causal rank and role)."""
 
     Params = _NoParams
     summary = "test"
@@ -28,6 +30,10 @@ class _Planted:
     def __init__(self, name: str, findings: list[Finding]) -> None:
         self.name = name
         self._findings = findings
+        real = DETECTORS[name]
+        self.causal_rank = real.causal_rank
+        self.whole_run = real.whole_run
+        self.drives_same_step = real.drives_same_step
 
     def detect(self, run: Run, params: Any) -> list[Finding]:
         return list(self._findings)

@@ -6,13 +6,15 @@ a level; ids `F1`, `F2`, ... follow that order.
 Linking: findings from different detectors whose step ranges touch (within a tolerance
 of `LINK_TOLERANCE` of the run's step span, at least one logged interval) form one
 incident. Inside an incident the causal chain is ordered by start step and, at equal
-steps, by `CAUSAL_RANK` (an LR change, then the loss, then the gradient norm). Each
-finding's `cause` is the latest finding of its chain that started strictly earlier (an
-LR change also causes what starts at its own step); findings that start together
-co-occur and neither causes the other. `related` lists the others. The chain's head is
-the root cause a report shows first.
+steps, by each detector's `causal_rank` (an LR change, then the loss, then the gradient
+norm). Each finding's `cause` is the latest finding of its chain that started strictly
+earlier (a detector that `drives_same_step`, the LR, also causes what starts at its own
+step); findings that start together co-occur and neither causes the other. `related`
+lists the others. The chain's head is the root cause a report shows first. Findings of
+`whole_run` detectors (a plateau, noisy evals) are never linked.
 
-This module knows nothing of files or output formats.
+This module knows nothing of files or output formats, and names no detector: each
+detector declares its own rank and linking role (`detectors/base.py`).
 """
 
 from __future__ import annotations
@@ -28,25 +30,23 @@ from trainspotter.model import Finding, Run, Severity
 LINK_TOLERANCE = 0.02
 """Findings within 2% of the run's step span of each other may be one incident."""
 
-# Lower rank = earlier in a causal chain when two findings start at the same step. At one
-# step a loss spike and a gradient spike co-occur (one bad batch makes both), and the loss
-# is the headline a person recognises, so loss findings rank before grad_norm here; a
-# gradient explosion that starts *earlier* still leads the chain by its step.
-CAUSAL_RANK: dict[str, int] = {
-    "lr_schedule": 0,
-    "throughput": 1,
-    "loss_floor": 2,
-    "spikes": 3,
-    "divergence": 4,
-    "grad_norm": 5,
-    "plateau": 6,
-    "overfitting": 6,
-    "eval_noise": 7,
-}
-# Findings that cause what follows even at the same step (the LR of step k drives step k).
-CAUSES_AT_SAME_STEP = frozenset({"lr_schedule"})
-# Detectors whose findings describe a whole-run property, not an incident at a step.
-UNLINKED = frozenset({"eval_noise", "overfitting", "plateau", "throughput"})
+UNREGISTERED_RANK = 9
+"""The causal rank of a finding whose detector is not registered: last at its step."""
+
+
+def _causal_rank(finding: Finding) -> int:
+    detector = DETECTORS.get(finding.detector)
+    return UNREGISTERED_RANK if detector is None else detector.causal_rank
+
+
+def _whole_run(finding: Finding) -> bool:
+    detector = DETECTORS.get(finding.detector)
+    return detector is not None and detector.whole_run
+
+
+def _drives_same_step(finding: Finding) -> bool:
+    detector = DETECTORS.get(finding.detector)
+    return detector is not None and detector.drives_same_step
 
 
 @dataclass(frozen=True)
@@ -113,24 +113,18 @@ def order_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Errors first, then warnings, then info; chronological within a level."""
     return sorted(
         findings,
-        key=lambda f: (-int(f.severity), f.step_start, CAUSAL_RANK.get(f.detector, 9), f.metric),
+        key=lambda f: (-int(f.severity), f.step_start, _causal_rank(f), f.metric),
     )
-
-
-def _step_span(run: Run) -> tuple[int, int]:
-    lows = [int(s.steps[0]) for s in run.metrics.values() if len(s)]
-    highs = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
-    return (min(lows), max(highs)) if lows else (0, 0)
 
 
 def link_findings(run: Run, findings: list[Finding]) -> tuple[list[Finding], list[list[str]]]:
     """Give ids, group touching findings into incidents, and set `cause`/`related`."""
     with_ids = [dataclasses.replace(f, id=f"F{i}") for i, f in enumerate(findings, start=1)]
-    lo, hi = _step_span(run)
+    lo, hi = run.step_span() or (0, 0)
     tolerance = max(1, round((hi - lo) * LINK_TOLERANCE))
     candidates = sorted(
-        (f for f in with_ids if f.detector not in UNLINKED),
-        key=lambda f: (f.step_start, CAUSAL_RANK.get(f.detector, 9)),
+        (f for f in with_ids if not _whole_run(f)),
+        key=lambda f: (f.step_start, _causal_rank(f)),
     )
     groups: list[list[Finding]] = []
     group_end = -(10**18)
@@ -160,7 +154,7 @@ def _cause(earlier: list[Finding], finding: Finding) -> str | None:
     earlier (or at the same step, for an LR change); None for co-occurring findings."""
     for candidate in reversed(earlier):
         if candidate.step_start < finding.step_start or (
-            candidate.detector in CAUSES_AT_SAME_STEP and candidate.detector != finding.detector
+            _drives_same_step(candidate) and candidate.detector != finding.detector
         ):
             return candidate.id
     return None

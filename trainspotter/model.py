@@ -129,6 +129,13 @@ class Run:
         """Record a reader note shown in every report."""
         self.meta.setdefault("notes", []).append(text)
 
+    def step_span(self) -> tuple[int, int] | None:
+        """(first, last) logged step over every metric; None when no metric has a point."""
+        logged = [s for s in self.metrics.values() if len(s)]
+        if not logged:
+            return None
+        return min(int(s.steps[0]) for s in logged), max(int(s.steps[-1]) for s in logged)
+
     @property
     def name(self) -> str:
         """A short display name: the run name if the reader knows one, else the file name."""

@@ -8,14 +8,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 import synth
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from trainspotter import names
 from trainspotter.detectors.overfitting import DETECTOR, OverfittingParams
 from trainspotter.model import Finding, Run, Severity
 
-FloatArray = npt.NDArray[np.float64]
 PARAMS = OverfittingParams()
 
 
@@ -165,19 +162,6 @@ def test_duplicate_and_gappy_steps() -> None:
     )
     [finding] = detect(gappy)
     assert abs(finding.step_start - 600) <= 40
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    train=st.lists(synth.LOGGED_POINTS, max_size=40),
-    evals=st.lists(synth.LOGGED_POINTS, max_size=25),
-)
-def test_never_crashes(train: list[tuple[int, float]], evals: list[tuple[int, float]]) -> None:
-    run = synth.make_run(
-        {names.TRAIN_LOSS: synth.columns(train), names.EVAL_LOSS: synth.columns(evals)}
-    )
-    for finding in detect(run):
-        assert finding.step_start <= finding.step_end
 
 
 def test_false_alarm_rate_on_healthy_noise() -> None:

@@ -5,6 +5,10 @@ dataclass `Params` whose defaults are documented in the detector's docstring, an
 `detect(run, params) -> list[Finding]`. Detectors read only the `Run`: they know nothing
 of files, formats or reports. Below its minimum sample size a detector abstains (returns
 no finding) rather than guess.
+
+A detector also says how analysis links its findings into incidents (`causal_rank`,
+`whole_run`, `drives_same_step`), so the core never names a detector: adding one is its
+module and one registry line.
 """
 
 from __future__ import annotations
@@ -34,11 +38,21 @@ class Detector(Protocol):
 
     name: str
     """Stable id: spikes, divergence, plateau, overfitting, lr_schedule, grad_norm,
-    throughput, eval_noise, loss_floor."""
+    throughput, eval_noise, loss_floor. Each module states it once, as `NAME`, and uses
+    that constant in every `Finding` it makes."""
     summary: str
     """One line for `trainspotter detectors`."""
     Params: type[Any]
     """A frozen dataclass of parameters; every field has a documented default."""
+    causal_rank: int
+    """Order inside one incident when findings start at the same step: lower comes first
+    (an LR change, then the loss, then the gradient norm)."""
+    whole_run: bool
+    """Its findings describe a whole-run property (a plateau, noisy evals), not an
+    incident at a step: analysis never links them to other findings."""
+    drives_same_step: bool
+    """It causes what starts at its own step too, not only what starts later (the LR of
+    step k drives step k's update)."""
 
     def detect(self, run: Run, params: Any) -> list[Finding]:
         """All findings for this run, one per episode, with evidence and fixes."""

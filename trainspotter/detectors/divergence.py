@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats
-from trainspotter.detectors.stats import FloatArray
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 from trainspotter.names import EVAL_LOSS, GRAD_NORM, LR, TRAIN_LOSS, is_eval, is_loss_like
+
+NAME = "divergence"
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,10 @@ class DivergenceDetector:
     empty) look like NaNs.
     """
 
-    name = "divergence"
+    name = NAME
+    causal_rank = 4
+    whole_run = False
+    drives_same_step = False
     summary = "NaN/Inf in a loss or gradient (error; lone fp16 skips: info) or a rising loss."
     Params = DivergenceParams
 
@@ -314,7 +318,7 @@ def _nonfinite_finding(
             start_step = rise.onset_step
             climb = _climb_before_nonfinite(rise, lead, last_finite, evidence)
         return Finding(
-            detector="divergence",
+            detector=NAME,
             title=f"{lead.metric} became {kind} at step {lead.start_step}",
             severity=Severity.ERROR,
             metric=lead.metric,
@@ -344,7 +348,7 @@ def _gradient_finding(
     end_step = max(e.end_step for e in group)
     if persistent:
         return Finding(
-            detector="divergence",
+            detector=NAME,
             title=f"{lead.metric} is non-finite from step {lead.start_step} on",
             severity=Severity.ERROR,
             metric=lead.metric,
@@ -376,7 +380,7 @@ def _gradient_finding(
             "the scaler keeps overflowing, so many updates are lost."
         )
     return Finding(
-        detector="divergence",
+        detector=NAME,
         title=f"{lead.metric} non-finite at step {lead.start_step} (fp16 overflow skip?)",
         severity=Severity.WARNING if frequent else Severity.INFO,
         metric=lead.metric,
@@ -711,7 +715,7 @@ def _drift_finding(name: str, rise: _Rise, run: Run) -> Finding:
     )
     rise.evidence["onset_step"] = rise.onset_step
     return Finding(
-        detector="divergence",
+        detector=NAME,
         title=f"{name} is drifting upward (diverging) from step {rise.onset_step}",
         severity=Severity.ERROR,
         metric=name,
@@ -734,7 +738,7 @@ def _transient_finding(name: str, rise: _Rise) -> Finding:
         "recovering."
     )
     return Finding(
-        detector="divergence",
+        detector=NAME,
         title=f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and recovered",
         severity=Severity.WARNING,
         metric=name,

@@ -11,6 +11,8 @@ from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.model import Finding, Run, Series, Severity
 
+NAME = "eval_noise"
+
 # Eval metrics that measure model quality (what checkpoints are ranked by). Speed and
 # bookkeeping metrics that readers pass through with an eval prefix (eval_runtime,
 # eval_samples_per_second, eval/epoch) are noisy by nature and rank nothing.
@@ -43,7 +45,7 @@ def is_quality_metric(metric: str) -> bool:
     return names.is_loss_like(metric) or _QUALITY.search(lowered) is not None
 
 
-class EvalNoise:
+class EvalNoiseDetector:
     """Finds an eval metric whose evaluation-to-evaluation jitter is large compared with
     its improvement, so checkpoints cannot be ranked by it.
 
@@ -89,7 +91,10 @@ class EvalNoise:
     skipped below 12 points rather than guessed at.
     """
 
-    name = "eval_noise"
+    name = NAME
+    causal_rank = 7
+    whole_run = True
+    drives_same_step = False
     summary = "An eval metric whose jitter is large compared with its improvement."
     Params = EvalNoiseParams
 
@@ -132,7 +137,7 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
         f"{total:.3g}.)"
     )
     return Finding(
-        detector="eval_noise",
+        detector=NAME,
         title=f"{metric} too noisy to rank checkpoints by (jitter {relative:.0%} of its level)",
         severity=severity,
         metric=metric,
@@ -157,4 +162,4 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
     )
 
 
-DETECTOR = EvalNoise()
+DETECTOR = EvalNoiseDetector()

@@ -13,6 +13,8 @@ from trainspotter.detectors import stats
 from trainspotter.detectors.base import Above
 from trainspotter.model import Finding, Run, Series, Severity
 
+NAME = "grad_norm"
+
 
 @dataclass(frozen=True)
 class GradNormParams:
@@ -69,7 +71,7 @@ def is_grad_norm_metric(metric: str) -> bool:
     return metric == names.GRAD_NORM or ("grad" in lowered and "norm" in lowered)
 
 
-class GradNorm:
+class GradNormDetector:
     """Finds gradient-norm explosions and gradient clipping that is always active.
 
     Explosions. The norm is compared in log10 space (norms span decades and their noise is
@@ -124,7 +126,13 @@ class GradNorm:
     reads as saturation.
     """
 
-    name = "grad_norm"
+    name = NAME
+    # After the losses: one bad batch makes a loss spike and a gradient spike at the same
+    # step, and the loss is the headline a person recognises. An explosion that starts
+    # earlier still leads its incident by its step.
+    causal_rank = 5
+    whole_run = False
+    drives_same_step = False
     summary = "Gradient-norm explosions; a post-clip norm pinned at the clip value."
     Params = GradNormParams
 
@@ -310,7 +318,7 @@ def _explosion_finding(
         "In mixed precision, prefer bf16, or check that the loss scaler is working",
     )
     return Finding(
-        detector="grad_norm",
+        detector=NAME,
         title=f"{metric} exploded {peak_ratio:.3g}x" + (" before a loss blow-up" if blowup else ""),
         severity=severity,
         metric=metric,
@@ -374,7 +382,7 @@ def _saturation(metric: str, series: Series, params: GradNormParams) -> Finding 
         "unplanned cut of the effective LR."
     )
     return Finding(
-        detector="grad_norm",
+        detector=NAME,
         title=f"{metric} pinned at the clip value {top:.6g} ({fraction:.0%} of steps)",
         severity=Severity.WARNING,
         metric=metric,
@@ -398,4 +406,4 @@ def _saturation(metric: str, series: Series, params: GradNormParams) -> Finding 
     )
 
 
-DETECTOR = GradNorm()
+DETECTOR = GradNormDetector()

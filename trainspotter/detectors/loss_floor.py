@@ -10,6 +10,8 @@ from trainspotter.detectors import stats
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
 
+NAME = "loss_floor"
+
 
 @dataclass(frozen=True)
 class LossFloorParams:
@@ -76,7 +78,10 @@ class LossFloorDetector:
     detector in the config. A log that starts mid-run has its "early" part elsewhere.
     """
 
-    name = "loss_floor"
+    name = NAME
+    causal_rank = 2
+    whole_run = False
+    drives_same_step = False
     summary = "Heuristic: train loss implausibly low early, or train and eval both ~0 (leakage?)."
     Params = LossFloorParams
 
@@ -131,7 +136,7 @@ def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None
         "trusting the run; if the task really is that easy, silence loss_floor in the config."
     )
     return Finding(
-        detector="loss_floor",
+        detector=NAME,
         title=f"Heuristic: {name} implausibly low early ({_fmt(low)} by step {low_step})",
         severity=Severity.WARNING,
         metric=name,
@@ -189,7 +194,7 @@ def _check_held_out(
         "task really is that easy, silence loss_floor in the config."
     )
     return Finding(
-        detector="loss_floor",
+        detector=NAME,
         title=f"Heuristic: {name} and {eval_name} implausibly low (label leakage?)",
         severity=Severity.WARNING,
         metric=name,

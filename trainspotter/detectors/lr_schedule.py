@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from typing import Annotated
 
 import numpy as np
-import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Above
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
-FloatArray = npt.NDArray[np.float64]
+NAME = "lr_schedule"
+
 
 FIXES_JUMP = (
     "Check how the run was resumed: load the scheduler's state with the checkpoint "
@@ -84,7 +84,7 @@ class _Rise:
     biggest_ratio: float
 
 
-class LrSchedule:
+class LrScheduleDetector:
     """Finds learning-rate schedule bugs, and recognises deliberate restart schedules.
 
     The LR curve is cut into monotone phases: consecutive logged moves of the same
@@ -148,7 +148,10 @@ class LrSchedule:
     early loss bumps of a run without warmup that have another cause (a bad first batch).
     """
 
-    name = "lr_schedule"
+    name = NAME
+    causal_rank = 0
+    whole_run = False
+    drives_same_step = True
     summary = "Missing warmup, an LR that re-rises or jumps, an LR at ~0 long before the end."
     Params = LrScheduleParams
 
@@ -274,7 +277,7 @@ class _Analysis:
             "the run trained at a lower LR than planned and never annealed."
         )
         return Finding(
-            detector="lr_schedule",
+            detector=NAME,
             title="lr rises for the whole run: the warmup never ended",
             severity=Severity.WARNING,
             metric=names.LR,
@@ -299,8 +302,7 @@ class _Analysis:
 
     def _missing_warmup(self) -> Finding | None:
         p = self.params
-        run_start = min(int(s.steps[0]) for s in self.run.metrics.values() if len(s))
-        run_end = max(int(s.steps[-1]) for s in self.run.metrics.values() if len(s))
+        run_start, run_end = self.run.step_span() or (int(self.x[0]), int(self.x[-1]))
         if self.x[0] - run_start > p.early_fraction * max(run_end - run_start, 1):
             return None  # the LR's first log comes too late to say what it started at
         loss = self.run.metrics.get(names.TRAIN_LOSS)
@@ -322,7 +324,7 @@ class _Analysis:
             "largest when their second-moment estimates are still tiny)."
         )
         return Finding(
-            detector="lr_schedule",
+            detector=NAME,
             title=f"no LR warmup, and {names.TRAIN_LOSS} was unstable in the first steps",
             severity=Severity.WARNING,
             metric=names.LR,
@@ -476,7 +478,7 @@ class _Analysis:
         if loss_note:
             message += f" {loss_note}"
         return Finding(
-            detector="lr_schedule",
+            detector=NAME,
             title=title,
             severity=Severity.WARNING,
             metric=names.LR,
@@ -496,7 +498,7 @@ class _Analysis:
         restarts_text = "1 restart" if count == 1 else f"{count} restarts"
         times = "once, at step" if count == 1 else f"{count} times, at steps"
         return Finding(
-            detector="lr_schedule",
+            detector=NAME,
             title=f"recognised {kind}: {restarts_text}",
             severity=Severity.INFO,
             metric=names.LR,
@@ -542,7 +544,7 @@ class _Analysis:
             loss_note = self._loss_after(step, step)
             found.append(
                 Finding(
-                    detector="lr_schedule",
+                    detector=NAME,
                     title=f"lr dropped {before / after:.0f}x at step {step}",
                     severity=Severity.WARNING,
                     metric=names.LR,
@@ -612,7 +614,7 @@ class _Analysis:
                 )
                 evidence["loss_still_falling"] = "yes"
         return Finding(
-            detector="lr_schedule",
+            detector=NAME,
             title=f"lr at ~0 from step {zero_step}, {share:.0%} of the run before its end",
             severity=Severity.WARNING,
             metric=names.LR,
@@ -634,4 +636,4 @@ def _times(after: float, before: float) -> str:
     return f"{after / before:.3g}x" if before > 0 else "from 0"
 
 
-DETECTOR = LrSchedule()
+DETECTOR = LrScheduleDetector()

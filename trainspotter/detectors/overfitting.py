@@ -11,6 +11,8 @@ from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.model import Finding, Run, Series, Severity
 
+NAME = "overfitting"
+
 
 @dataclass(frozen=True)
 class OverfittingParams:
@@ -33,7 +35,7 @@ class OverfittingParams:
     """Significance of the Mann-Kendall tests (rise of eval, fall of train)."""
 
 
-class Overfitting:
+class OverfittingDetector:
     """Finds an eval loss that rose from its minimum while the train loss kept falling.
 
     What it finds: for every loss-like eval metric (`eval/loss` and any other eval metric
@@ -81,7 +83,10 @@ class Overfitting:
     reported: the minimum then moves past it.
     """
 
-    name = "overfitting"
+    name = NAME
+    causal_rank = 6
+    whole_run = True
+    drives_same_step = False
     summary = "An eval loss rising from its minimum while the train loss keeps falling."
     Params = OverfittingParams
 
@@ -154,7 +159,7 @@ def _check(metric: str, evals: Series, train: Series, params: OverfittingParams)
         f"The best evaluation was {best_value:.4g} at step {best_step}."
     )
     return Finding(
-        detector="overfitting",
+        detector=NAME,
         title=f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)",
         severity=Severity.WARNING,
         metric=metric,
@@ -188,4 +193,4 @@ def _check(metric: str, evals: Series, train: Series, params: OverfittingParams)
     )
 
 
-DETECTOR = Overfitting()
+DETECTOR = OverfittingDetector()

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats
-from trainspotter.detectors.stats import FloatArray
-from trainspotter.model import Finding, Run, Severity
+from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
+
+NAME = "plateau"
 
 SMOOTH_FRACTION = 0.1
 """The smoothing window, as a fraction of the points: wide enough to shed minibatch noise."""
@@ -123,7 +124,10 @@ class PlateauDetector:
     like "not learning".
     """
 
-    name = "plateau"
+    name = NAME
+    causal_rank = 6
+    whole_run = True
+    drives_same_step = False
     summary = "A loss that stopped improving far from convergence (warning) or converged (info)."
     Params = PlateauParams
 
@@ -286,7 +290,7 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         return None
     severity, title, message, fixes, start = verdict
     return Finding(
-        detector="plateau",
+        detector=NAME,
         title=title,
         severity=severity,
         metric=name,

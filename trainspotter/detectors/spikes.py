@@ -11,9 +11,10 @@ import numpy as np
 
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Above
-from trainspotter.detectors.stats import FloatArray
-from trainspotter.model import Finding, IntArray, Run, Series, Severity
+from trainspotter.model import Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
+
+NAME = "spikes"
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,10 @@ class SpikesDetector:
     recovered spikes.
     """
 
-    name = "spikes"
+    name = NAME
+    causal_rank = 3
+    whole_run = False
+    drives_same_step = False
     summary = "Sudden jumps in a loss (train or eval): warning, error when it does not recover."
     Params = SpikesParams
 
@@ -440,7 +444,7 @@ def _finding(
     }[recovery]
     title = f"{name} spiked {at} {outcome}"
     return Finding(
-        detector="spikes",
+        detector=NAME,
         title=title,
         severity=severity,
         metric=name,

@@ -4,7 +4,7 @@ Training curves are noisy, autocorrelated, heavy-tailed and logged at wildly dif
 frequencies, so everything here is rank- or median-based and windows are counted in logged
 points, not raw steps.
 
-- Rolling median / MAD: pandas' rolling median (a skip list, O(n log w)), the well-kept
+- Rolling median: pandas' rolling median (a skip list, O(n log w)), the well-kept
   choice over a hand-written loop with a window inside.
 - Trend: the Mann-Kendall test with an autocorrelation correction (the variance of S
   inflated by the AR(1) effective-sample-size factor of the detrended ranks), run on a
@@ -12,7 +12,6 @@ points, not raw steps.
   stays small whatever the log length), and the Theil-Sen slope
   on the same points. The p-value alone is never a verdict: detectors compare the fitted
   change against the noise level (`noise_scale`).
-- Live use: `ewma` for O(1)-per-point smoothing.
 
 No detector-specific logic lives here.
 """
@@ -27,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-FloatArray = npt.NDArray[np.float64]
+from trainspotter.model import FloatArray
 
 MAD_TO_SIGMA = 1.4826
 """MAD x 1.4826 estimates the standard deviation of Gaussian noise."""
@@ -53,15 +52,6 @@ def rolling_median(values: npt.ArrayLike, window: int, *, center: bool = False) 
     series = pd.Series(np.asarray(values, dtype=np.float64))
     out = series.rolling(window, min_periods=1, center=center).median()
     return out.to_numpy(dtype=np.float64)
-
-
-def rolling_mad(
-    values: npt.ArrayLike, window: int, median: FloatArray | None = None, *, center: bool = False
-) -> FloatArray:
-    """Rolling median absolute deviation from the rolling median (not scaled to sigma)."""
-    y = np.asarray(values, dtype=np.float64)
-    med = rolling_median(y, window, center=center) if median is None else median
-    return rolling_median(np.abs(y - med), window, center=center)
 
 
 def trailing_robust_z(
@@ -209,12 +199,6 @@ def trend_test(steps: npt.ArrayLike, values: npt.ArrayLike) -> Trend | None:
     return Trend(n, tau, z, _normal_two_sided_p(z), slope, intercept)
 
 
-def ewma(values: npt.ArrayLike, alpha: float) -> FloatArray:
-    """Exponentially weighted moving average (NaN-skipping), the O(1)-per-point smoother."""
-    series = pd.Series(np.asarray(values, dtype=np.float64))
-    return series.ewm(alpha=alpha, adjust=False, ignore_na=True).mean().to_numpy(np.float64)
-
-
 def episodes(mask: npt.NDArray[np.bool_], max_gap: int = 0) -> list[tuple[int, int]]:
     """Group True positions of `mask` into (first_index, last_index) episodes, merging
     runs separated by at most `max_gap` False positions. One finding per episode, not per
@@ -232,18 +216,6 @@ def window_points(n: int, fraction: float, minimum: int, maximum: int) -> int:
     """A window length in logged points: `fraction` of the series, clamped. Windows adapt
     to logging frequency because they count points, not steps."""
     return int(min(max(round(n * fraction), minimum), maximum))
-
-
-def log_if_spans_decades(values: FloatArray, decades: float = 2.0) -> tuple[FloatArray, bool]:
-    """Log10 of a positive series that spans more than `decades` orders of magnitude
-    (spikes are then measured as ratios); otherwise the values unchanged."""
-    finite = values[np.isfinite(values)]
-    if finite.size >= 2 and float(finite.min()) > 0:
-        lo, hi = np.percentile(finite, [1, 99])
-        if lo > 0 and math.log10(hi / lo) > decades:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.log10(values), True
-    return values, False
 
 
 # --- Curve-shape helpers shared by spikes, divergence, plateau, loss_floor (and any other

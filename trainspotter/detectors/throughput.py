@@ -13,6 +13,8 @@ from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.model import Finding, Run, Severity
 
+NAME = "throughput"
+
 
 @dataclass(frozen=True)
 class ThroughputParams:
@@ -51,7 +53,7 @@ class _Timing:
     higher_is_faster: bool
 
 
-class Throughput:
+class ThroughputDetector:
     """Finds a sustained regression in step time (up) or throughput (down).
 
     What it finds: the step from which training runs persistently slower, by at least
@@ -99,7 +101,10 @@ class Throughput:
     between logs (a resumed run's restart gap is one interval and is ignored by medians).
     """
 
-    name = "throughput"
+    name = NAME
+    causal_rank = 1
+    whole_run = True
+    drives_same_step = False
     summary = "A sustained regression in step time or samples/tokens per second."
     Params = ThroughputParams
 
@@ -224,7 +229,7 @@ def _check(timing: _Timing, params: ThroughputParams) -> Finding | None:
         f"until step {end_step}" + (" (the end of the log)." if last_block == m - 1 else ".")
     )
     return Finding(
-        detector="throughput",
+        detector=NAME,
         title=title,
         severity=Severity.WARNING,
         metric=timing.metric,
@@ -263,4 +268,4 @@ def _refine_split(y: npt.NDArray[np.float64], k: int, reach: int, midpoint: floa
     return int(splits[int(np.argmax(score))])
 
 
-DETECTOR = Throughput()
+DETECTOR = ThroughputDetector()

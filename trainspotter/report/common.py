@@ -64,6 +64,12 @@ def step_range(finding: Finding) -> str:
     return f"steps {finding.step_start:,}\u2013{finding.step_end:,}"
 
 
+def steps_logged(run: Run) -> str:
+    """The run's length for a report header: "1,000 steps" (its last logged step)."""
+    span = run.step_span()
+    return f"{span[1]:,} steps" if span else "no steps"
+
+
 def chain_findings(analysis: Analysis) -> list[list[Finding]]:
     """Each linked incident as findings in causal order, root cause first."""
     return [[analysis.by_id(i) for i in chain] for chain in analysis.chains]

@@ -33,6 +33,7 @@ from trainspotter.report.common import (
     display_path,
     findings_root_cause_first,
     step_range,
+    steps_logged,
     total_counts,
     worst_severity,
 )
@@ -167,11 +168,9 @@ def _anchor_prefix(index: int) -> str:
 
 def _run_facts(run: Run) -> str:
     lengths = [len(s) for s in run.metrics.values()]
-    last_steps = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
-    span = f"{max(last_steps):,} steps" if last_steps else "no steps"
     facts = [
         f"format {html_text(run.source_format)}",
-        span,
+        steps_logged(run),
         f"{len(run.metrics)} metrics",
         f"{sum(lengths):,} points",
     ]
@@ -182,11 +181,10 @@ def _run_facts(run: Run) -> str:
 
 
 def _step_domain(run: Run) -> tuple[int, int]:
-    lows = [int(s.steps[0]) for s in run.metrics.values() if len(s)]
-    highs = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
-    if not lows:
+    span = run.step_span()
+    if span is None:
         return (0, 1)
-    low, high = min(lows), max(highs)
+    low, high = span
     # Logging usually starts at step 1 or at the first logging interval: start at 0.
     return (0 if 0 < low <= 0.05 * high else low, high)
 

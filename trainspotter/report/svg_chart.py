@@ -25,13 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from trainspotter.model import Finding, Series
+from trainspotter.model import Finding, FloatArray, Series
 from trainspotter.report.axes import ValueAxis, step_label, step_ticks, value_axis
 from trainspotter.report.common import step_range
 from trainspotter.report.downsample import m4_indices
 from trainspotter.report.escape import format_number, html_name, html_text, shorten
-
-FloatArray = npt.NDArray[np.float64]
 
 FONT_PX = 12
 TITLE_ROW = 22

@@ -24,6 +24,7 @@ from trainspotter.report.common import (
     findings_root_cause_first,
     plural,
     step_range,
+    steps_logged,
     total_counts,
 )
 from trainspotter.report.escape import format_number, runner_inert_lines, terminal_text
@@ -59,13 +60,11 @@ def _wrap(text: str, indent: str) -> list[str]:
 def _header(analysis: Analysis, style: _Style) -> list[str]:
     run = analysis.run
     lengths = [len(s) for s in run.metrics.values()]
-    last_steps = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
-    span = f"{max(last_steps):,} steps" if last_steps else "no steps"
     name = terminal_text(run.source_path)
     run_name = run.meta.get("run_name")
     extra = f" run {terminal_text(str(run_name))}" if run_name else ""
     title = f"{name} ({run.source_format}{extra})"
-    facts = f"{span}, {len(run.metrics)} metrics, {sum(lengths):,} points"
+    facts = f"{steps_logged(run)}, {len(run.metrics)} metrics, {sum(lengths):,} points"
     return [style.paint(title, _BOLD), style.paint(facts, _DIM)]
 
 
