@@ -49,7 +49,7 @@ class EvalNoiseDetector:
     """Finds an eval metric whose evaluation-to-evaluation jitter is large compared with
     its improvement, so checkpoints cannot be ranked by it.
 
-    What it finds: for every eval metric that measures quality (`eval/loss`, and eval
+    **What it finds.** For every eval metric that measures quality (`eval/loss`, and eval
     metrics named like accuracy, F1, precision/recall, WER/CER, BLEU/ROUGE, perplexity,
     AUC, MCC, exact match, score, reward, ...; runtime and throughput metrics are skipped),
     whether its jitter drowns the differences between the checkpoints a user would choose
@@ -57,7 +57,7 @@ class EvalNoiseDetector:
     is too small, or evaluation is not deterministic (a fresh random subset each time,
     dropout left on).
 
-    Algorithm: the candidates for "best checkpoint" are the evaluations of the second half
+    **Algorithm.** The candidates for "best checkpoint" are the evaluations of the second half
     of the run. The improvement the jitter is compared with is the one made over that
     half, not the run's total: the steep early descent dwarfs any jitter (an eval loss
     from 2.4 to 0.03 measured on 16 random examples per evaluation still "improves" by 60
@@ -79,16 +79,20 @@ class EvalNoiseDetector:
     Minimum sample: `min_points` = 12 evaluations, so the second half has six points
     (five differences) for the jitter and three per median.
 
-    Defaults and why: with pure noise the two medians of three or more points differ by
+    **Defaults and why.** With pure noise the two medians of three or more points differ by
     about 0.5-1 sigma, so an SNR below 2 is indistinguishable from no improvement; a
     healthy run's late evaluations are smooth (SNR in the tens). 5% of the level is the
     jitter at which picking the best checkpoint starts to choose a measurably worse model.
 
-    False-positive modes: a run that converged early and evaluates a slightly noisy metric
+    **False-positive modes.** A run that converged early and evaluates a slightly noisy metric
     on a small fixed eval set is reported (info below 5% jitter): true, but harmless when
     every late checkpoint is equally good; a deliberately sampled eval subset (noisy by
     design, which is exactly what this reports); short runs of coarse evaluations are
     skipped below 12 points rather than guessed at.
+
+    **Example.** `examples/noisy_eval/trainer_state.json`: a warning from step 525, the
+    second half of the run, where every evaluation used a fresh random 16 eval samples.
+    Silent on `examples/healthy/trainer_state.json`.
     """
 
     name = NAME

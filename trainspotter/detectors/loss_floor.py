@@ -37,9 +37,11 @@ class LossFloorDetector:
     """A heuristic, not a statistical test: flags a training loss that is implausibly low
     very early in the run, the usual sign of label leakage or a bug in the loss.
 
-    No distribution-free test can say a loss is "too low" without knowing the task, so
-    this is a rule of thumb about cross-entropy-scale losses, and its title and message
-    say so.
+    **What it finds.** A training loss that collapses towards zero within the first few
+    percent of the run (rules A and B below), or a train loss and an eval loss that both
+    reach ~0 (rule C). One finding per loss, a warning. No distribution-free test can say
+    a loss is "too low" without knowing the task, so this is a rule of thumb about
+    cross-entropy-scale losses, and its title and message say so.
 
     **Algorithm.** On the run's `train/loss` (or, without it, each non-eval loss), finite
     points only, at least `min_points` (8), else abstain:
@@ -60,7 +62,7 @@ class LossFloorDetector:
        `min_start_level`. Memorising the training set drives the train loss to ~0 but not
        the loss on held-out data; a leak in the features (or eval samples that are also
        training samples) drives both.
-    One finding per loss (warning): for A/B from the first step to the step where the low
+    The finding spans, for A/B, from the first step to the step where the low
     was reached; for C from the first step below the floor to the end.
 
     **Defaults and why.** 5% of the run: real tasks take a good part of a run to fit
@@ -76,6 +78,10 @@ class LossFloorDetector:
     near-duplicate data can really reach ~0 within a few percent of the run. Synthetic
     toy tasks (memorising a handful of samples) do too. In those cases silence this
     detector in the config. A log that starts mid-run has its "early" part elsewhere.
+
+    **Example.** `examples/label_leak/trainer_state.json`: a warning from step 479, where
+    train/loss and eval/loss both fell below 1e-3 (the one-hot label appended to every
+    input, train and eval alike: rule C). Silent on `examples/healthy/trainer_state.json`.
     """
 
     name = NAME

@@ -87,7 +87,13 @@ class _Rise:
 class LrScheduleDetector:
     """Finds learning-rate schedule bugs, and recognises deliberate restart schedules.
 
-    The LR curve is cut into monotone phases: consecutive logged moves of the same
+    **What it finds.** Five schedule bugs, each a warning: (1) a missing warmup that left
+    the early loss unstable; (2) a re-rise of the LR after its peak, including a jump up
+    that stays (the classic resume bug); (3) a jump down inside a smooth schedule; (4) an
+    LR at ~0 long before the end; (5) a warmup that never ends. Deliberate warm restarts
+    and cyclic schedules are recognised and reported once, as info.
+
+    **Algorithm.** The LR curve is cut into monotone phases: consecutive logged moves of the same
     direction, ignoring short flat stretches (so a staircase warmup under gradient
     accumulation is one rise; more than max(5, 2% of the points) flat moves end a phase).
     A move smaller than 1e-6 of the LR (float noise) is flat. Rises are kept when they
@@ -132,7 +138,7 @@ class LrScheduleDetector:
     Minimum sample: `min_points` = 5 logged LR values; the instability check needs 5 loss
     points.
 
-    Defaults and why: 3x is beyond any smooth schedule's change per logged interval except
+    **Defaults and why.** 3x is beyond any smooth schedule's change per logged interval except
     a warmup's first steps (which are excluded) and the last steps of a decay to 0 (below
     1% of the peak, excluded); a step schedule's drop is flat on both sides. 25%/40% trough
     and peak fit SGDR (eta_min ~0, restart to the peak or a decayed peak; a cosine cycle
@@ -141,11 +147,18 @@ class LrScheduleDetector:
     30% at ~0 is several times the tail a cosine or linear decay spends below 1% (4.5% and
     1%).
 
-    False-positive modes: a deliberate schedule with one irregular restart from mid-decay
+    **False-positive modes.** A deliberate schedule with one irregular restart from mid-decay
     (indistinguishable from a resume bug: warned); a one-off restart from ~0 after a crash
     near the end of a run reads as a deliberate restart (info, a false negative); an
     LR-range test rises for the whole run (reported as an endless warmup, which it is);
     early loss bumps of a run without warmup that have another cause (a bad first batch).
+
+    **Example.** `examples/divergence/trainer_state.json`: a warning at step 300, where a
+    resume bug multiplied the LR by 100 (case 2, a jump up that stays). Also
+    `examples/missing_warmup/trainer_state.json` (case 1, steps 1-3) and
+    `examples/plateau/trainer_state.json` (case 4, from step 100); info on
+    `examples/sgdr_healthy/trainer_state.json` (warm restarts recognised). Silent on
+    `examples/healthy/trainer_state.json`.
     """
 
     name = NAME

@@ -38,13 +38,13 @@ class OverfittingParams:
 class OverfittingDetector:
     """Finds an eval loss that rose from its minimum while the train loss kept falling.
 
-    What it finds: for every loss-like eval metric (`eval/loss` and any other eval metric
+    **What it finds.** For every loss-like eval metric (`eval/loss` and any other eval metric
     whose name contains "loss"), the point where the eval loss bottomed out, how far it has
     risen since, and whether `train/loss` kept falling over the same steps. That
     combination is the textbook signature of overfitting; the fix names the best
     checkpoint (the step of the lowest logged eval value). Severity: warning.
 
-    Algorithm (eval curves are short: often 3-20 points, so every step is conservative):
+    **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
        evaluations (3 to 51 points; none below 7 evaluations, where a 3-point median is
        mostly edge effects) and its argmin. One lucky low evaluation therefore cannot
@@ -70,17 +70,21 @@ class OverfittingDetector:
     Four points is the least that can show "down, bottom, up, still up"; two points after
     the minimum keep one high evaluation from being called a trend.
 
-    Defaults and why: 5% and 3 noise sigmas, because a converged eval loss jitters by a
+    **Defaults and why.** 5% and 3 noise sigmas, because a converged eval loss jitters by a
     percent or two and a smoothed minimum of a flat noisy curve sits about 0.5-1.5 sigma
     below its level; a 5% rise that is also 3 sigma is a change a user would act on.
     60% tolerates one or two lucky evaluations after the minimum.
 
-    False-positive modes: a converged run whose eval loss drifts up a few percent while the
+    **False-positive modes.** A converged run whose eval loss drifts up a few percent while the
     train loss keeps falling (mild overfitting: reported once it passes 5% and 3 sigma,
     which is intended); an eval set too small for its jitter estimate (few points make the
     noise estimate unreliable, hence the relative floor); a deliberate data or task switch
     mid-run that raises the eval loss. A transient eval bump that later recovers is not
     reported: the minimum then moves past it.
+
+    **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
+    eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
+    end while train/loss keeps falling. Silent on `examples/healthy/trainer_state.json`.
     """
 
     name = NAME

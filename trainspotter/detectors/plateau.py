@@ -62,7 +62,9 @@ class _Plateau:
 class PlateauDetector:
     """Finds a training loss that stopped improving while far from converged.
 
-    **What counts.** The curve is the run's `train/loss` (or, without it, each other
+    **What it finds.** At most one finding per watched loss, its flat tail judged: *not
+    learning*, *LR decayed to ~0 too early* or *stalled* (warnings), otherwise *converged*
+    (info). The curve is the run's `train/loss` (or, without it, each other
     non-eval loss; or, without any, each eval loss). Component losses next to a
     `train/loss` are left alone: a regulariser that settles is not a stalled run.
 
@@ -122,6 +124,11 @@ class PlateauDetector:
     task, a contrastive loss with many negatives) has the same shape. A log that starts
     mid-run (resumed from a checkpoint) has no early drop to compare with and can look
     like "not learning".
+
+    **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
+    step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
+    the same step). On `examples/healthy/trainer_state.json` only info: converged, flat
+    since step 491.
     """
 
     name = NAME

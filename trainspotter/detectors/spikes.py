@@ -92,7 +92,7 @@ class _Episode:
 class SpikesDetector:
     """Finds sudden jumps in any loss-like metric (train or eval), recovered or not.
 
-    **What it reports.** One finding per spike episode: a *warning* when the curve came
+    **What it finds.** One finding per spike episode: a *warning* when the curve came
     back to its pre-spike level (however late), an *error* when it never did (the run was
     damaged: it ends well above where it was before the jump). A jump in the last couple
     of logged points, where recovery cannot be judged, is a warning that says so.
@@ -106,9 +106,9 @@ class SpikesDetector:
        rather than only-when-spanning-decades: over a short window the two agree to first
        order, and log keeps the ratio test exact. Curves with zero or negative values stay
        linear, with jumps measured against the curve's robust level (`stats.level_scale`).
-    2. For each point, its trailing window (the `window` points before it, 5% of the
-       points clamped to `min_window`..`max_window`; counted in points so it
-       adapts to the logging interval): the pre-spike level is the median of the last 5
+    2. For each point, its trailing window (the `window` points before it:
+       `window_fraction` of the points clamped to `min_window`..`max_window`; counted in
+       points so it adapts to the logging interval): the pre-spike level is the median of the last 5
        points (current, where a whole-window median lags a curve that is still falling,
        and robust to one earlier outlier); the noise is the MAD of the window's first
        differences / sqrt 2 (immune to the trend, unlike a MAD about the median, which on
@@ -139,8 +139,8 @@ class SpikesDetector:
     - `min_ratio` 1.5: a loss 50% above its level within one logging interval; the
       routine bumps at epoch boundaries of multi-epoch fine-tunes (5-35% in real logs)
       stay below it.
-    - window 5% of the points, `min_window` 20 .. `max_window` 100: enough differences
-      for a stable noise estimate, short enough to follow the curve.
+    - `window_fraction` 0.05 (5% of the points), `min_window` 20 .. `max_window` 100:
+      enough differences for a stable noise estimate, short enough to follow the curve.
     - `min_points` 12, `min_baseline` 8: fewer points give no usable noise estimate (the
       detector abstains; a sparse eval curve needs 12 evaluations).
     - `recovery_points` 5: the median of 5 points sheds one noisy point after a spike.
@@ -154,6 +154,10 @@ class SpikesDetector:
     per-batch losses (batch size 1, reinforcement learning, adversarial losses): a batch
     whose loss is 1.5-2x the others is real but may be harmless; such a run shows several
     recovered spikes.
+
+    **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
+    batch with shifted labels made train/loss jump, and it recovered. Silent on
+    `examples/healthy/trainer_state.json`.
     """
 
     name = NAME

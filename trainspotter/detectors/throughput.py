@@ -56,13 +56,13 @@ class _Timing:
 class ThroughputDetector:
     """Finds a sustained regression in step time (up) or throughput (down).
 
-    What it finds: the step from which training runs persistently slower, by at least
+    **What it finds.** The step from which training runs persistently slower, by at least
     `min_slowdown` (20%), in `step_time` (seconds per step) or `throughput` (samples or
     tokens per second). When neither is logged, the seconds per step are derived from the
     wall-clock times of `train/loss` (TensorBoard and W&B logs carry them). Not one slow
     checkpoint step, not the periodic slow steps of evaluation or saving. Warning.
 
-    Algorithm: work on log time per step (or -log throughput), so a regression is an
+    **Algorithm.** Work on log time per step (or -log throughput), so a regression is an
     upward level shift measured as a ratio whatever the units. Decimate to <= 400 block
     medians (`stats.block_median`; a block median ignores slow steps that are fewer than
     half of its block). `stats.median_shift` then finds the split with the largest rise
@@ -86,7 +86,7 @@ class ThroughputDetector:
     `min_before_fraction` (5%) before the change, 5 points and `min_after_fraction` (20%)
     after it.
 
-    Defaults and why: 20% is well above the few-percent drift of a healthy run and the
+    **Defaults and why.** 20% is well above the few-percent drift of a healthy run and the
     noise of a shared machine; periodic eval/checkpoint steps are a minority of any block,
     so medians never see them; requiring the slower level over the rest of the run (in
     median: more than half of it slow), over a fifth of the log and until its end separates
@@ -94,11 +94,16 @@ class ThroughputDetector:
     slow minute is not worth a warning). The price: a regression that starts in the last
     20% of the log, or that was fixed before the end, is not reported.
 
-    False-positive modes: a deliberate change of work per step (a larger batch or sequence
+    **False-positive modes.** A deliberate change of work per step (a larger batch or sequence
     length, a curriculum phase, turning on an expensive metric) reads as a regression;
     a machine shared with another job slows a healthy run for real (the warning is then
     right about the time, not about the code); wall-clock-derived timing includes pauses
     between logs (a resumed run's restart gap is one interval and is ignored by medians).
+
+    **Example.** `examples/throughput_drop/metrics.csv`: a warning from step 500, where
+    every step began an extra forward pass over the training set (throughput fell 74%;
+    `trainer_state.json` of that run has no per-step timing). Silent on
+    `examples/healthy/metrics.csv`.
     """
 
     name = NAME
