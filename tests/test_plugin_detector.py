@@ -2,7 +2,9 @@
 
 A throwaway detector, defined here and put into `DETECTORS` by a fixture (and taken out
 again after), is configured, range-checked by a bound declared on its own parameter, in
-the JSON Schema and in the README reference, although no other module knows its id.
+the JSON Schema and in the README reference; it is run, ordered and linked by analysis as
+its own declared causal rank and linking role say, listed by `trainspotter detectors` and
+documented by `explain`, although no other module knows its id.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from pathlib import Path
 from typing import Annotated
 
 import jsonschema
+import numpy as np
 import pytest
+from synth import decaying_loss, every, make_run
 
+from trainspotter.analysis import Analysis, analyze
 from trainspotter.cli import main
 from trainspotter.config import (
     ConfigError,
@@ -26,10 +31,12 @@ from trainspotter.config import (
 )
 from trainspotter.detectors import DETECTORS
 from trainspotter.detectors.base import Above
-from trainspotter.model import Finding, Run
+from trainspotter.model import Finding, Run, Severity
+from trainspotter.names import TRAIN_LOSS
 
 NAME = "wobble"
 WHY = "log10(min_swing) is the smallest swing that counts"
+SPIKE_STEP = 1500
 
 
 @dataclass(frozen=True)
@@ -43,14 +50,27 @@ class WobbleParams:
 
 
 class WobbleDetector:
-    """A detector no module of the package names."""
+    """A detector no module of the package names.
+
+    **What it finds.** The highest `train/loss` point after the first tenth of the run, on
+    at least `min_points` points (`min_swing` is there to be configured, not used).
+    """
 
     name = NAME
     summary = "Swings of a metric (a detector registered by a test)."
     Params = WobbleParams
+    causal_rank = 1
+    whole_run = False
+    drives_same_step = False
 
     def detect(self, run: Run, params: WobbleParams) -> list[Finding]:
-        return []
+        loss = run.metrics.get(TRAIN_LOSS)
+        if loss is None or len(loss) < params.min_points:
+            return []
+        skip = len(loss) // 10
+        step = int(loss.steps[skip + int(np.argmax(loss.values[skip:]))])
+        title = f"highest loss at step {step}"
+        return [Finding(NAME, title, Severity.WARNING, TRAIN_LOSS, step, step, "m")]
 
 
 @pytest.fixture
@@ -139,3 +159,60 @@ def test_the_bound_is_invisible_to_plain_type_hints() -> None:
     assert typing.get_type_hints(WobbleParams)["min_swing"] is float
     hint = typing.get_type_hints(WobbleParams, include_extras=True)["min_swing"]
     assert hint.__metadata__ == (Above(1, True, WHY),)
+
+
+def _spiky_run() -> Run:
+    """A healthy loss with one recovered spike at SPIKE_STEP: the spikes detector's finding
+    and wobble's start at the same step."""
+    steps = every(3000, 1)
+    loss = decaying_loss(steps, seed=15)
+    loss[SPIKE_STEP] *= 4.0
+    return make_run({TRAIN_LOSS: (steps, loss)})
+
+
+def _pair(analysis: Analysis) -> tuple[Finding, Finding]:
+    (mine,) = [f for f in analysis.findings if f.detector == NAME]
+    (spike,) = [f for f in analysis.findings if f.detector == "spikes"]
+    assert mine.step_start == spike.step_start == SPIKE_STEP
+    return mine, spike
+
+
+def test_it_runs_and_its_rank_orders_the_incident(wobble: WobbleDetector) -> None:
+    analysis = analyze(_spiky_run())
+    assert NAME in analysis.detectors_run
+    mine, spike = _pair(analysis)
+    assert analysis.chains == [[mine.id, spike.id]]  # rank 1 leads spikes' 3 at one step
+    assert mine.related == (spike.id,) and spike.related == (mine.id,)
+    assert mine.cause is None and spike.cause is None  # same step: they co-occur
+
+    wobble.causal_rank = 8  # now after spikes at the same step
+    analysis = analyze(_spiky_run())
+    mine, spike = _pair(analysis)
+    assert analysis.chains == [[spike.id, mine.id]]
+
+
+def test_a_detector_that_drives_its_own_step_causes_what_starts_there(
+    wobble: WobbleDetector,
+) -> None:
+    wobble.drives_same_step = True
+    mine, spike = _pair(analyze(_spiky_run()))
+    assert spike.cause == mine.id and mine.cause is None
+
+
+def test_a_whole_run_detector_is_never_linked(wobble: WobbleDetector) -> None:
+    wobble.whole_run = True
+    analysis = analyze(_spiky_run())
+    mine, spike = _pair(analysis)
+    assert analysis.chains == []
+    assert mine.related == () and spike.related == () and spike.cause is None
+
+
+@pytest.mark.usefixtures("wobble")
+def test_it_is_listed_and_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["detectors"]) == 0
+    listed = capsys.readouterr().out
+    assert f"{NAME}: {WobbleDetector.summary}\n    defaults: min_swing=2.0, min_points=10" in listed
+    assert main(["explain", NAME]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{NAME}: {WobbleDetector.summary}\n\nA detector no module")
+    assert "**What it finds.** The highest `train/loss` point" in out
