@@ -1,4 +1,10 @@
-"""lr_schedule: a missing warmup, a re-rising or jumping LR, an LR at ~0 long before the end."""
+"""lr_schedule: a missing warmup, a re-rising or jumping LR, an LR at ~0 long before the end.
+
+One module over ~500 lines on purpose: the cases are methods of one `_Analysis` that cuts
+the LR curve into rises once (with its peak and span), and the warmup the first rise is
+judged to be decides both the endless-warmup case and which later rises are re-rises or
+restarts; splitting the cases apart would scatter that shared state over several files.
+"""
 
 from __future__ import annotations
 

@@ -108,9 +108,9 @@ class SpikesDetector:
        linear, with jumps measured against the curve's robust level (`stats.level_scale`).
     2. For each point, its trailing window (the `window` points before it:
        `window_fraction` of the points clamped to `min_window`..`max_window`; counted in
-       points so it adapts to the logging interval): the pre-spike level is the median of the last 5
-       points (current, where a whole-window median lags a curve that is still falling,
-       and robust to one earlier outlier); the noise is the MAD of the window's first
+       points so it adapts to the logging interval): the pre-spike level is the median of
+       the last 5 points (current, where a whole-window median lags a curve that is still
+       falling, and robust to one earlier outlier); the noise is the MAD of the window's first
        differences / sqrt 2 (immune to the trend, unlike a MAD about the median, which on
        a fast-falling eval curve would count the fall as noise). A modified z-score =
        jump / noise, with the noise floored at the logging resolution (a loss rounded to

@@ -13,7 +13,9 @@ points, not raw steps.
   on the same points. The p-value alone is never a verdict: detectors compare the fitted
   change against the noise level (`noise_scale`).
 
-No detector-specific logic lives here.
+No detector-specific logic lives here. One module over ~500 lines on purpose: a flat
+library of small independent functions, each found by name (`stats.trend_test`), with
+nothing to untangle by splitting it.
 """
 
 from __future__ import annotations

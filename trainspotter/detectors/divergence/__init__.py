@@ -1,0 +1,219 @@
+"""divergence: non-finite losses or gradients, and a loss drifting upward for good.
+
+A subpackage because its two cases share nothing but the detector: `nonfinite` groups
+NaN/Inf episodes into incidents and tells an fp16 overflow skip from a blow-up; `rise`
+tests a loss for a sustained rise (to the end of the log, or one that came back). This
+module runs both and turns a component loss's rise into a trade-off warning; `params`
+holds the id and parameters every part reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from trainspotter.detectors import stats
+from trainspotter.detectors.divergence.nonfinite import (
+    Episode,
+    incidents,
+    is_gradient,
+    nonfinite_finding,
+)
+from trainspotter.detectors.divergence.params import NAME, DivergenceParams
+from trainspotter.detectors.divergence.rise import (
+    drift_finding,
+    tail_rise,
+    transient_finding,
+    transient_rises,
+)
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
+from trainspotter.names import EVAL_LOSS, TRAIN_LOSS, is_eval, is_loss_like
+
+__all__ = ["DETECTOR", "NAME", "DivergenceDetector", "DivergenceParams"]
+
+
+class DivergenceDetector:
+    """Finds a run that blew up: non-finite values in a loss or gradient metric, and a loss
+    that keeps rising.
+
+    **What it finds.**
+    - A non-finite **loss** (train or eval): *error*. One finding per incident, naming the
+      first non-finite step and the last finite value before it; a loss that climbed before
+      it turned non-finite is dated from the climb's onset.
+    - A non-finite **gradient** with the loss finite: *error* only when it persists. An
+      isolated one is what a dynamic loss scaler does under fp16 mixed precision: the
+      gradients overflow, the optimiser step is skipped, the scale is halved and training
+      goes on (Hugging Face's Trainer logs that step's grad_norm as NaN and leaves the LR
+      unchanged). That is designed behaviour, so it is *info*; it becomes a *warning* when
+      skips are frequent (the scaler keeps overflowing: a sign of activations near the fp16
+      range).
+    - A loss *rising to the end* of the log (error), or *a climb that came back* (warning).
+      A component loss (one term of a multi-term loss) rising to the end while
+      `train/loss` is not is a trade-off between terms: a warning, said so.
+
+    **Algorithm.**
+    *Non-finite values.* Every loss-like metric (`names.is_loss_like`) and gradient metric
+    (`grad_norm`, or a name containing "grad") is scanned for NaN/+-Inf. Runs of
+    non-finite points within `merge_gap` finite points of each other are one episode
+    (`stats.episodes`), and episodes of different metrics that overlap in steps are one
+    finding: a loss that is NaN from step 1 to the end, with its gradient NaN too, is one
+    finding, not hundreds. A non-finite gradient (loss finite) is an error when it lasts
+    more than `max_skip_points` consecutive logged points, or up to the end of the log;
+    otherwise a skip, a warning when skips hit more than `frequent_skip_fraction` of the
+    logged gradient points.
+
+    *Sustained rises.* Per train loss (eval losses only when the run has no train loss: an
+    eval loss rising while train loss falls is overfitting, the overfitting detector's
+    job), on its finite points (at least `drift_min_points`, else abstain), in log10 space
+    when the loss is positive (a blow-up is exponential, a straight line in log space, and
+    "10% up" is one fixed distance there), linear otherwise:
+    - *Rising to the end* (error). Smooth the curve (`stats.smooth_curve`: block medians,
+      then a centred rolling median over 5% of the points) and find its minimum; the
+      stretch from there to the end (at least `drift_min_tail_points` points and
+      `drift_min_tail_fraction` of the span) must pass a Mann-Kendall trend test with an
+      autocorrelation correction (`stats.trend_test`: rank-based, so one outlier or a
+      heavy tail cannot make a trend; corrected, so autocorrelated minibatch noise does
+      not look significant) at p < `drift_alpha`, or have a Kendall tau of at least
+      `monotone_tau` over at least `monotone_min_points` points (see `rise._rising`). Effect
+      size, never the p-value alone: the Theil-Sen rise over the stretch must be at least
+      `drift_min_rise` of the level and `drift_noise_multiple` point-to-point noise sigmas
+      (`stats.noise_scale`), the smoothed end must still be that far above the minimum,
+      and the second half of the stretch must not be falling significantly (a loss that
+      rose and is coming back down is not diverging). The finding starts where the
+      smoothed loss first stands that far above its minimum, and names the lowest
+      checkpoint to go back to. The size it reports is the observed one (smoothed end over
+      smoothed minimum), not the Theil-Sen slope times the span (which overstates a climb
+      that levels off).
+    - *A climb that came back* (warning). The smoothed loss rises to at least
+      `transient_factor` its lowest level so far, and `transient_noise_multiple`
+      smoothing errors above it (`stats.smoothing_error`), then comes back; the climb from
+      the minimum to the peak is a rank trend at p < `transient_alpha`. The smoothing
+      window sheds anything shorter than half of it, so this is a climb that held, not a
+      one-step jump (that is the spikes detector's). A climb that starts with the LR
+      jumping back up after it had decayed (a warm restart, a cyclic schedule) is expected
+      and not reported.
+    - *Before a NaN*: when a loss ends non-finite, the climb before it (the same test as
+      for a rise to the end, on the finite points) moves the start of the NaN finding back
+      to the climb's onset, and the restart advice with it (a checkpoint between the onset
+      and the first NaN already holds a blown-up model).
+
+    Cost: one pass for NaNs, O(n) decimation, and trend tests on <= 400 points.
+
+    **Defaults and why.**
+    - `max_skip_points` 16: a scaler starting at 2^16 halves at most 16 times before it
+      reaches 1, so a calibration burst at the start is at most that long.
+      `frequent_skip_fraction` 0.1: overflow skips on more than a tenth of the logged
+      gradient points lose many updates. `merge_gap` 3: non-finite points a few finite
+      points apart are one incident.
+    - `drift_alpha` 0.01 and `transient_alpha` 0.01: a strict level, and never a verdict
+      alone: the effect-size tests below must pass too.
+    - `monotone_tau` 0.6 over `monotone_min_points` 20: the autocorrelation correction in
+      `stats.trend_test` measures autocorrelation around a straight line, so a smooth,
+      curved climb (exponential, or up-and-over) reads as strongly autocorrelated and the
+      corrected p-value loses its power exactly when the climb is cleanest. Noise does not
+      put 80% of pairs of points in rising order (tau 0.6) over 20 points; on fewer, the
+      minimum the climb starts from is itself a noise dip often enough to fake order.
+    - `drift_min_rise` 0.1 (10% of the level) and `drift_noise_multiple` 3: a rise a user
+      would act on, and clear of the curve's own noise.
+    - `transient_factor` 2 (2x the lowest level so far) and `transient_noise_multiple` 6:
+      the lowest point of a noisy smoothed curve sits a few smoothing errors low and its
+      highest a few high, so noise alone spans about 5.
+    - `drift_min_points` 20, `drift_min_tail_points` 10, `drift_min_tail_fraction` 0.1:
+      below these a trend test on the loss (or on the stretch after its minimum) is not
+      attempted.
+
+    **False-positive modes.** A deliberate rise: a curriculum or data-mixture change that
+    makes later batches harder; a run that ends in the middle of a warm-restart cycle whose
+    loss has not yet come down (the falling-second-half guard covers the common case);
+    adversarial (GAN) and reinforcement-learning losses, which need not decrease; a loss
+    logged as a cumulative or running average over something that grows. Non-finite values
+    that a logger writes for "not computed at this step" (instead of leaving the cell
+    empty) look like NaNs.
+
+    **Example.** `examples/divergence/trainer_state.json`: an error from step 304, where
+    train/loss started climbing after the LR jumped at step 300, to +Inf at step 380.
+    `examples/missing_warmup/trainer_state.json`: a warning at steps 215-465, a climb that
+    came back. Silent on `examples/healthy/trainer_state.json`.
+    """
+
+    name = NAME
+    causal_rank = 4
+    whole_run = False
+    drives_same_step = False
+    summary = "NaN/Inf in a loss or gradient (error; lone fp16 skips: info) or a rising loss."
+    Params = DivergenceParams
+
+    def detect(self, run: Run, params: DivergenceParams) -> list[Finding]:
+        """Non-finite episodes (one finding per incident) and sustained rises of losses."""
+        episodes: list[Episode] = []
+        for name, series in run.metrics.items():
+            if is_loss_like(name) or is_gradient(name):
+                mask = ~series.finite
+                episodes.extend(
+                    Episode(name, a, b, series)
+                    for a, b in stats.episodes(mask, max_gap=params.merge_gap)
+                )
+        ends_nonfinite = {e.metric for e in episodes if e.to_end}
+        # A loss that climbed before turning non-finite: the NaN finding starts at the climb.
+        lead_in = {
+            name: rise
+            for name in ends_nonfinite
+            if is_loss_like(name)
+            and (rise := tail_rise(*_finite(run.metrics[name]), params)) is not None
+        }
+        findings = [nonfinite_finding(run, group, params, lead_in) for group in incidents(episodes)]
+        has_train_loss = any(is_loss_like(n) and not is_eval(n) for n in run.metrics)
+        drifts: dict[str, Finding] = {}
+        for name, series in run.metrics.items():
+            if not is_loss_like(name) or (is_eval(name) and has_train_loss):
+                continue
+            x, y = _finite(series)
+            if y.size < params.drift_min_points:
+                continue
+            tail = None if name in ends_nonfinite else tail_rise(x, y, params)
+            if tail is not None:
+                drifts[name] = drift_finding(name, tail, run)
+            before = tail.min_step if tail is not None else math.inf
+            findings.extend(
+                transient_finding(name, rise)
+                for rise in transient_rises(x, y, run, params)
+                if rise.end_step < before
+            )
+        findings.extend(_component_drifts_as_warnings(run, drifts))
+        return findings
+
+
+def _finite(series: Series) -> tuple[FloatArray, FloatArray]:
+    return stats.finite_xy(series.steps, series.values)
+
+
+def _component_drifts_as_warnings(run: Run, drifts: dict[str, Finding]) -> list[Finding]:
+    """A component loss (e.g. one term of a physics-informed or multi-task loss) that rises
+    while the run's total `train/loss` does not is a trade-off between terms, not a blow-up:
+    a warning, said so. Everything else stays an error."""
+    if TRAIN_LOSS not in run.metrics or TRAIN_LOSS in drifts:
+        return list(drifts.values())
+    out = []
+    for name, finding in drifts.items():
+        if name in (TRAIN_LOSS, EVAL_LOSS) or is_eval(name):
+            out.append(finding)
+            continue
+        out.append(
+            dataclasses.replace(
+                finding,
+                severity=Severity.WARNING,
+                title=f"{name} is drifting upward since step {finding.step_start}",
+                message=finding.message
+                + f" {TRAIN_LOSS} is not rising: this term is being traded off against the "
+                "others (check the loss weights) rather than the whole run diverging.",
+                fixes=(
+                    f"Rebalance the loss weights: raise the weight of {name} (or lower the "
+                    "others) if this term matters.",
+                    *finding.fixes[1:],
+                ),
+            )
+        )
+    return out
+
+
+DETECTOR = DivergenceDetector()

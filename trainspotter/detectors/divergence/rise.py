@@ -1,0 +1,312 @@
+"""divergence, sustained rises: a loss rising to the end of the log (error) or a climb
+that held and came back (warning), tested on ranks with effect-size checks."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainspotter.detectors import stats
+from trainspotter.detectors.divergence.params import NAME, DivergenceParams
+from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.names import LR
+
+
+def fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class Rise:
+    """A sustained rise of one loss: from where, how far, and whether it came back."""
+
+    min_step: int
+    """The lowest (smoothed) point before the rise."""
+    min_level: float
+    onset_step: int
+    """The first step at which the rise is already as large as the test requires."""
+    peak_step: int
+    peak_level: float
+    end_step: int
+    """The last step still risen (the last logged step for an ongoing rise)."""
+    end_level: float
+    ongoing: bool
+    """Still risen at the end of the log."""
+    evidence: dict[str, float | int | str]
+    detail: str
+    """One sentence with the test's numbers."""
+    in_log: bool = True
+    """The rise was measured in log space (a positive loss): its size is a ratio."""
+    scale: float = 1.0
+    """The loss's robust level (`stats.level_scale`), for a linear rise's size."""
+
+    def growth(self, to_level: float) -> str:
+        """The observed rise from the minimum to `to_level`: "x65.5" for a positive loss,
+        "+0.3 (12% of the level)" otherwise."""
+        if self.in_log and self.min_level > 0:
+            return f"x{fmt(to_level / self.min_level)}"
+        diff = to_level - self.min_level
+        share = f" ({fmt(100 * diff / self.scale)}% of the level)" if self.scale > 0 else ""
+        return f"{diff:+.4g}{share}"
+
+
+def _rising(trend: stats.Trend, alpha: float, params: DivergenceParams) -> bool:
+    """A significant rise: Mann-Kendall p < `alpha`, or a Kendall tau of at least
+    `monotone_tau` (80% of all pairs of points in rising order).
+
+    The second clause is there because the autocorrelation correction in
+    `stats.trend_test` measures autocorrelation around a straight line: a smooth, curved
+    climb (exponential, or up-and-over) leaves curved residuals that read as strong
+    autocorrelation, and the corrected p-value loses its power exactly when the climb is
+    cleanest. Noise does not put 80% of pairs in order over `monotone_min_points` (20)
+    points, and the effect-size tests still apply.
+    """
+    monotone = trend.n >= params.monotone_min_points and trend.tau >= params.monotone_tau
+    return trend.z > 0 and (trend.p_value < alpha or monotone)
+
+
+def tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> Rise | None:
+    """An upward drift from the loss's smoothed minimum to the end of the log.
+
+    In log space for positive losses (a blow-up is exponential: straight in log space,
+    and "10% above the level" is a fixed distance there), linear otherwise."""
+    if y.size < params.drift_min_points:
+        return None
+    t, in_log = stats.log_if_positive(y)
+    xs, ts = stats.smooth_curve(x, t)
+    i_min = int(np.argmin(ts))
+    min_step = float(xs[i_min])
+    tail = x >= min_step
+    n_tail = int(np.count_nonzero(tail))
+    if (
+        n_tail < params.drift_min_tail_points
+        or 1.0 - stats.span_fraction(x, min_step) < params.drift_min_tail_fraction
+    ):
+        return None
+    xt, tt = x[tail], t[tail]
+    trend = stats.trend_test(xt, tt)
+    if trend is None or not _rising(trend, params.drift_alpha, params):
+        return None
+    rise = trend.slope * float(xt[-1] - xt[0])
+    if in_log:
+        by_level = math.log10(1.0 + params.drift_min_rise)
+    else:
+        by_level = params.drift_min_rise * stats.level_scale(y)
+    noise = stats.noise_scale(tt)
+    needed = max(by_level, params.drift_noise_multiple * noise)
+    tail_smooth = ts[i_min:]
+    end_t = float(np.median(tail_smooth[-max(1, tail_smooth.size // 10) :]))
+    if rise < needed or end_t - float(ts[i_min]) < needed:
+        return None
+    half = xt >= xt[0] + 0.5 * float(xt[-1] - xt[0])
+    late = stats.trend_test(xt[half], tt[half])
+    if late is not None and late.z < 0 and late.p_value < params.drift_alpha:
+        return None  # rose, and is coming back down: not diverging
+    # Onset: the first smoothed point that is already `by_level` (and clear of the noise
+    # before the climb) above the minimum.
+    before = t[x < min_step][-max(params.drift_min_tail_points, 3) :]
+    onset_needed = max(by_level, params.drift_noise_multiple * stats.noise_scale(before))
+    onset = i_min + int(np.argmax(tail_smooth - float(ts[i_min]) >= onset_needed))
+    i_peak = i_min + int(np.argmax(tail_smooth))
+
+    min_level, end_level = _to_units(float(ts[i_min]), in_log), _to_units(end_t, in_log)
+    sigmas = rise / noise if noise > 0 else float("inf")
+    evidence: dict[str, float | int | str] = {
+        "min_level": min_level,
+        "min_step": int(min_step),
+        "end_level": end_level,
+        "theil_sen_rise": f"x{10.0**rise:.4g}" if in_log else rise,
+        "rise_in_noise_sigmas": sigmas if math.isfinite(sigmas) else "inf",
+        "mann_kendall_p": trend.p_value,
+        "kendall_tau": trend.tau,
+        "points": n_tail,
+    }
+    if in_log and min_level > 0:
+        evidence["rise_factor"] = end_level / min_level
+    detail = (
+        f"Over the {n_tail} points from step {int(min_step)} on, the rank trend test gives "
+        f"p={trend.p_value:.2g} (Kendall tau {trend.tau:.2f}, autocorrelation-corrected)."
+    )
+    return Rise(
+        min_step=int(min_step),
+        min_level=min_level,
+        onset_step=int(xs[onset]),
+        peak_step=int(xs[i_peak]),
+        peak_level=_to_units(float(ts[i_peak]), in_log),
+        end_step=int(x[-1]),
+        end_level=end_level,
+        ongoing=True,
+        evidence=evidence,
+        detail=detail,
+        in_log=in_log,
+        scale=stats.level_scale(y),
+    )
+
+
+def transient_rises(x: FloatArray, y: FloatArray, run: Run, params: DivergenceParams) -> list[Rise]:
+    """Excursions where the smoothed loss rose to `transient_factor` x its lowest level so
+    far, held there (the smoothing sheds anything shorter than half a window) and came back.
+    Abrupt one-step jumps are the spikes detector's; this is the slow climb."""
+    t, in_log = stats.log_if_positive(y)
+    xs, ts = stats.smooth_curve(x, t)
+    if ts.size < 3:
+        return []
+    if in_log:
+        threshold = math.log10(params.transient_factor)
+    else:
+        threshold = (params.transient_factor - 1.0) * stats.level_scale(y)
+    # The lowest point of a noisy smoothed curve sits a few smoothing errors below its
+    # level and its highest a few above, so noise alone spans ~5 of them: ask for 6.
+    threshold = max(threshold, params.transient_noise_multiple * stats.smoothing_error(t))
+    running_min = np.minimum.accumulate(ts)
+    risen = ts - running_min >= threshold
+    rises: list[Rise] = []
+    for start, end in stats.episodes(risen, max_gap=1):
+        if end == ts.size - 1:
+            continue  # still risen at the end: the tail test's case
+        i_min = int(np.flatnonzero(ts[: start + 1] == running_min[start])[-1])
+        i_peak = start + int(np.argmax(ts[start : end + 1]))
+        climb = (x >= xs[i_min]) & (x <= xs[i_peak])
+        trend = stats.trend_test(x[climb], y[climb])
+        if trend is None or not _rising(trend, params.transient_alpha, params):
+            continue
+        if _lr_restarted(run, float(xs[i_min]), float(xs[i_peak])):
+            continue
+        min_level = _to_units(float(ts[i_min]), in_log)
+        peak_level = _to_units(float(ts[i_peak]), in_log)
+        after = _to_units(float(ts[min(end + 1, ts.size - 1)]), in_log)
+        evidence: dict[str, float | int | str] = {
+            "min_level": min_level,
+            "min_step": int(xs[i_min]),
+            "peak_level_smoothed": peak_level,
+            "peak_step": int(xs[i_peak]),
+            "recovered_by_step": int(xs[min(end + 1, ts.size - 1)]),
+            "level_after": after,
+            "mann_kendall_p": trend.p_value,
+            "kendall_tau": trend.tau,
+        }
+        factor = peak_level / min_level if in_log and min_level > 0 else float("nan")
+        if math.isfinite(factor):
+            evidence["rise_factor"] = factor
+        detail = (
+            f"The climb from step {int(xs[i_min])} to {int(xs[i_peak])} is a significant "
+            f"rank trend (p={trend.p_value:.2g}, Kendall tau {trend.tau:.2f}, autocorrelation-"
+            "corrected)."
+        )
+        rises.append(
+            Rise(
+                min_step=int(xs[i_min]),
+                min_level=min_level,
+                onset_step=int(xs[start]),
+                peak_step=int(xs[i_peak]),
+                peak_level=peak_level,
+                end_step=int(xs[end]),
+                end_level=after,
+                ongoing=False,
+                evidence=evidence,
+                detail=detail,
+            )
+        )
+    return rises
+
+
+def _to_units(value: float, in_log: bool) -> float:
+    """A (possibly log10) smoothed value back in the loss's own units."""
+    return float(10.0**value) if in_log else value
+
+
+def _lr_restarted(run: Run, start: float, end: float) -> bool:
+    """Did the LR jump back up between `start` and `end` after having decayed: at least
+    doubling from a value below half of its earlier peak (a warm restart or a cyclic
+    schedule, which explains a loss that climbs for a while)? A warmup is no restart."""
+    lr = run.metrics.get(LR)
+    if lr is None:
+        return False
+    lx, ly = stats.finite_xy(lr.steps, lr.values)
+    if ly.size < 2:
+        return False
+    decayed = ly < 0.5 * np.maximum.accumulate(ly)
+    inside = (lx >= start) & (lx <= end)
+    # The lowest decayed LR seen so far (inf before any), compared with each later value.
+    low = np.minimum.accumulate(np.where(decayed, ly, np.inf))
+    jumped = ly[1:] >= 2.0 * low[:-1]
+    return bool(np.any(jumped & inside[1:]))
+
+
+def _drift_fixes(name: str, rise: Rise) -> tuple[str, ...]:
+    return (
+        f"Resume from the checkpoint nearest step {rise.min_step} (lowest {name}, "
+        f"{fmt(rise.min_level)}) with a 2-10x lower learning rate.",
+        "Enable gradient clipping (e.g. max_norm=1.0) and check the warmup length.",
+        "If the data changed partway (a new shard, a curriculum stage), check that stage for "
+        "corrupt or mislabelled samples.",
+        "With Adam, weight decay that is too strong or beta2 too high can also make the loss "
+        "creep up late in training.",
+    )
+
+
+def _lr_rise_note(run: Run, rise: Rise) -> str:
+    lr = run.metrics.get(LR)
+    if lr is None or len(lr) == 0:
+        return ""
+    lx, ly = stats.finite_xy(lr.steps, lr.values)
+    inside = (lx >= rise.min_step) & (lx <= rise.end_step)
+    if not np.any(inside):
+        return ""
+    first, last = float(ly[inside][0]), float(ly[inside][-1])
+    if last <= first * 1.05:
+        return ""
+    rise.evidence["lr_at_min"] = first
+    rise.evidence["lr_at_end"] = last
+    return f" The LR rose over the same stretch ({fmt(first)} -> {fmt(last)})."
+
+
+def drift_finding(name: str, rise: Rise, run: Run) -> Finding:
+    message = (
+        f"{name} has been rising since step {rise.onset_step}, up from its minimum "
+        f"{fmt(rise.min_level)} at step {rise.min_step}: it ends at {fmt(rise.end_level)} "
+        f"at step {rise.end_step} ({rise.growth(rise.end_level)}). {rise.detail}"
+        + _lr_rise_note(run, rise)
+    )
+    rise.evidence["onset_step"] = rise.onset_step
+    return Finding(
+        detector=NAME,
+        title=f"{name} is drifting upward (diverging) from step {rise.onset_step}",
+        severity=Severity.ERROR,
+        metric=name,
+        step_start=rise.onset_step,
+        step_end=rise.end_step,
+        message=message,
+        evidence=rise.evidence,
+        fixes=_drift_fixes(name, rise),
+    )
+
+
+def transient_finding(name: str, rise: Rise) -> Finding:
+    factor = rise.evidence.get("rise_factor")
+    how_far = f" ({fmt(float(factor))}x)" if isinstance(factor, float) else ""
+    message = (
+        f"{name} (smoothed) climbed from {fmt(rise.min_level)} at step {rise.min_step} to "
+        f"{fmt(rise.peak_level)} at step {rise.peak_step}{how_far}, stayed up until step "
+        f"{rise.end_step} and came back to {fmt(rise.end_level)}. {rise.detail} The run "
+        "recovered, but a loss that diverges for a while is one LR setting away from not "
+        "recovering."
+    )
+    return Finding(
+        detector=NAME,
+        title=f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and recovered",
+        severity=Severity.WARNING,
+        metric=name,
+        step_start=rise.onset_step,
+        step_end=rise.end_step,
+        message=message,
+        evidence=rise.evidence,
+        fixes=(
+            f"Lower the learning rate (2-3x) or add/lengthen warmup: the climb started at "
+            f"step {rise.min_step}.",
+            "Enable gradient clipping (e.g. max_norm=1.0).",
+            f"Inspect the data around steps {rise.min_step}-{rise.peak_step} for a bad shard.",
+        ),
+    )
