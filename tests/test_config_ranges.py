@@ -171,14 +171,20 @@ def _param_uses(detector: str) -> dict[str, set[str]]:
     names = {s.name for s in detector_params(detector)}
     module = inspect.getmodule(type(DETECTORS[detector]))
     assert module is not None
-    tree = ast.parse(inspect.getsource(module))
+    # A detector split into a subpackage (divergence) does its math in the submodules.
+    files = (
+        sorted(Path(module.__file__ or "").parent.glob("*.py"))
+        if hasattr(module, "__path__")
+        else []
+    )
+    sources = [path.read_text() for path in files] or [inspect.getsource(module)]
     uses: dict[str, set[str]] = {}
 
     def note(node: ast.AST, how: str) -> None:
         if isinstance(node, ast.Attribute) and node.attr in names:
             uses.setdefault(node.attr, set()).add(how)
 
-    for node in ast.walk(tree):
+    for node in (node for source in sources for node in ast.walk(ast.parse(source))):
         if isinstance(node, ast.Call) and node.args:
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -28,7 +28,7 @@ class DivergenceParams:
     """Mann-Kendall significance level for a rise to the end of the log."""
     monotone_tau: float = 0.6
     """A climb whose Kendall tau reaches this counts as a trend whatever its p-value (see
-    `rise._rising`)..."""
+    `_rising`)..."""
     monotone_min_points: int = 20
     """...when it has at least this many points (on fewer, the minimum it starts from is
     itself a noise dip often enough to fake order)."""
