@@ -3,4 +3,6 @@
 The flow runs one way: readers -> `Run` -> detectors -> findings -> reports -> front ends.
 """
 
-__version__ = "0.1.0"
+# The one place the version is written: pyproject.toml reads it (setuptools `dynamic`),
+# `trainspotter --version`, the reports and the release workflow's tag check use it.
+__version__ = "1.0.0"
