@@ -32,6 +32,7 @@ from trainspotter.config import (
     reference_markdown,
     schema_text,
 )
+from trainspotter.config.generated import REFERENCE_FILE
 from trainspotter.detectors import DETECTORS
 from trainspotter.model import Finding, Run, Severity
 
@@ -471,12 +472,12 @@ def test_shipped_schema_is_the_generated_one() -> None:
     jsonschema.Draft202012Validator.check_schema(json.loads(shipped))
 
 
-def test_readme_reference_is_the_generated_one() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_configuration_reference_is_the_generated_one() -> None:
+    readme = (REPO / REFERENCE_FILE).read_text(encoding="utf-8")
     start = readme.index(README_START) + len(README_START)
     end = readme.index(README_END)
     assert readme[start:end] == "\n\n" + reference_markdown() + "\n", (
-        "README's .trainspotter.yml reference is stale: run `python -m trainspotter.config --write`"
+        "docs/configuration.md is stale: run `python -m trainspotter.config --write`"
     )
 
 

@@ -2,9 +2,9 @@
 
 A throwaway detector, defined here and put into `DETECTORS` by a fixture (and taken out
 again after), is configured, range-checked by a bound declared on its own parameter, in
-the JSON Schema and in the README reference; it is run, ordered and linked by analysis as
-its own declared causal rank and linking role say, listed by `trainspotter detectors` and
-documented by `explain`, although no other module knows its id.
+the JSON Schema and in the configuration reference; it is run, ordered and linked by
+analysis as its own declared causal rank and linking role say, listed by `trainspotter
+detectors` and documented by `explain`, although no other module knows its id.
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ A package split by job, each module with one reason to change:
   `ReportSettings`), path globs, and the names shared with the CLI and the schema;
 - `params`: each detector's parameters read off its `Params` dataclass, and their ranges;
 - `parse`: the YAML walker, `parse_config` and `load_config` (errors name file:line:key);
-- `generated`: the JSON Schema, `trainspotter init`'s default file and the README
-  reference. Checking a config never needs it, so it is imported only when one of its
+- `generated`: the JSON Schema, `trainspotter init`'s default file and the reference
+  in docs/configuration.md. Checking a config never needs it, so it is imported only when one of its
   names is asked for (`from trainspotter.config import config_schema` still works).
 
 The package names no detector: everything detector-specific is read off the registry.
-`python -m trainspotter.config --write` regenerates the shipped schema and the README
-reference.
+`python -m trainspotter.config --write` regenerates the shipped schema and
+docs/configuration.md.
 """
 
 from __future__ import annotations

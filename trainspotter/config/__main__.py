@@ -1,5 +1,6 @@
 """`python -m trainspotter.config --write` regenerates the shipped JSON Schema and the
-README's `.trainspotter.yml` reference; without `--write` it prints the schema."""
+`.trainspotter.yml` reference in docs/configuration.md; without `--write` it prints the
+schema."""
 
 from __future__ import annotations
 
