@@ -1,15 +1,19 @@
 # Two commands on a fresh machine with Python >= 3.11 and make:
-#   make demo   analyse the bundled divergence example
-#   make test   lint, type-check and run the test suite
+#   make demo   analyse the bundled divergence example (a runtime-only venv, .venv-run)
+#   make test   lint, type-check and run the test suite (the dev venv, .venv)
+#   make site   the example gallery: every example's HTML report and an index, in site/
 #   make test-container   build the Docker image on a private engine and test it (root)
 #   make browser  render every example's HTML report in headless chromium (in `make test` too)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The runtime alone (numpy, pandas, pyyaml and the package): what `demo` and `site` need.
+RUN_VENV := .venv-run
+RUN_STAMP := $(RUN_VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json
 
-.PHONY: demo test lint typecheck pytest bench clean browser screenshot lint-ci test-container lock
+.PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +23,21 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test]'
 	touch $@
 
+$(RUN_VENV)/bin/python:
+	$(PYTHON) -m venv $(RUN_VENV)
+
+$(RUN_STAMP): pyproject.toml | $(RUN_VENV)/bin/python
+	$(RUN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RUN_VENV)/bin/python -m pip install --quiet -e .
+	touch $@
+
 # The divergent run fails the gate (exit 1) by design: that is the demo, not a make error.
-demo: $(STAMP)
-	@$(BIN)/trainspotter analyze $(DEMO_LOG) || [ $$? -eq 1 ]
+demo: $(RUN_STAMP)
+	@$(RUN_VENV)/bin/trainspotter analyze $(DEMO_LOG) || [ $$? -eq 1 ]
+
+# site/ is git-ignored; .github/workflows/pages.yml publishes it on release.
+site: $(RUN_STAMP)
+	$(RUN_VENV)/bin/python scripts/site.py site
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -80,4 +96,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(RUN_VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis
