@@ -6,7 +6,8 @@ tests skip with the reason, so `make test` passes on a machine without Docker; w
 TRAINSPOTTER_REQUIRE_ENGINE=1 (set by `make test-container` and CI) a missing engine
 is a failure instead. TRAINSPOTTER_TEST_BASE_IMAGE picks the base image passed as the
 Dockerfile's BASE_IMAGE (`make test-container` passes the local debootstrap image;
-default: the Dockerfile's own default).
+default: the Dockerfile's own default). The image is built the way release.yml's
+build step builds the published one (`release_build`), for this machine's platform.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from container_support import REPO, RUNNER_UID, Workspace
+from container_support import REPO, RUNNER_UID, Workspace, release_build
 
 IMAGE_TAG = "trainspotter:container-test"
 SIZE_REPORT = REPO / ".pytest_cache" / "container-image-size.txt"
@@ -52,13 +53,20 @@ def docker_client() -> Any:
 
 @pytest.fixture(scope="session")
 def image(docker_client: Any) -> Any:
-    """The image built from the repository's Dockerfile (layers cached by the engine)."""
-    buildargs = {}
+    """The image built as release.yml's build step builds it (its context, Dockerfile and
+    build args), for this machine's platform only; layers cached by the engine."""
+    release = release_build()
+    buildargs = dict(release.build_args)
     base = os.environ.get("TRAINSPOTTER_TEST_BASE_IMAGE")
     if base:
         buildargs["BASE_IMAGE"] = base
     built, _logs = docker_client.images.build(
-        path=str(REPO), tag=IMAGE_TAG, buildargs=buildargs, rm=True, forcerm=True
+        path=str(release.context),
+        dockerfile=release.dockerfile,
+        tag=IMAGE_TAG,
+        buildargs=buildargs,
+        rm=True,
+        forcerm=True,
     )
     size_mb = built.attrs["Size"] / 1e6
     SIZE_REPORT.parent.mkdir(exist_ok=True)

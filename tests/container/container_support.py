@@ -7,9 +7,51 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[2]
+RELEASE_WORKFLOW = REPO / ".github" / "workflows" / "release.yml"
 RUNNER_UID = 1001
 """The user id of GitHub's hosted runner, which owns the workspace there."""
+
+
+@dataclass(frozen=True)
+class ReleaseBuild:
+    """How release.yml's docker/build-push-action step builds the published image."""
+
+    context: Path
+    dockerfile: str
+    build_args: dict[str, str]
+    platforms: tuple[str, ...]
+
+
+def release_build() -> ReleaseBuild:
+    """The build step of release.yml, read from the workflow (not restated here)."""
+    workflow = yaml.safe_load(RELEASE_WORKFLOW.read_text(encoding="utf-8"))
+    steps = [
+        step
+        for job in workflow["jobs"].values()
+        for step in job.get("steps", [])
+        if str(step.get("uses", "")).startswith("docker/build-push-action@")
+    ]
+    if len(steps) != 1:
+        raise AssertionError(f"release.yml has {len(steps)} build-push-action steps, not 1")
+    options = steps[0]["with"]
+    unsupported = set(options) - {
+        "context", "file", "build-args", "platforms", "push", "tags", "labels",
+        "annotations", "sbom", "provenance",
+    }  # fmt: skip
+    if unsupported:  # an option that changes the image must be mirrored in conftest.py
+        raise AssertionError(f"release.yml build options the tests ignore: {sorted(unsupported)}")
+    args = dict(
+        line.split("=", 1) for line in str(options.get("build-args", "")).splitlines() if line
+    )
+    return ReleaseBuild(
+        context=(REPO / options.get("context", ".")).resolve(),
+        dockerfile=options.get("file", "Dockerfile"),
+        build_args=args,
+        platforms=tuple(options["platforms"].split(",")),
+    )
 
 
 @dataclass

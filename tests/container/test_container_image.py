@@ -14,7 +14,9 @@ import re
 from typing import Any
 
 import pytest
-from container_support import Workspace, run
+from container_support import Workspace, release_build, run
+
+import trainspotter
 
 pytestmark = pytest.mark.container
 
@@ -46,8 +48,18 @@ def test_shell_first_argument_runs_a_shell(docker_client: Any, image: Any) -> No
     """A GitLab job with `image:` runs its script through sh/bash."""
     ran = run(docker_client, image, ["bash", "-c", "trainspotter --version && echo shell-ok"])
     assert ran.exit_code == 0, ran.stderr
-    assert "trainspotter 0.1.0" in ran.stdout
+    assert f"trainspotter {trainspotter.__version__}" in ran.stdout
     assert "shell-ok" in ran.stdout
+
+
+def test_release_image_reports_the_package_version(docker_client: Any, image: Any) -> None:
+    """The image release.yml's build step makes (context, Dockerfile, build args read from
+    the workflow) says the version the wheel says: `--version` as the image's command,
+    the way release.yml checks the pushed image."""
+    assert release_build().platforms == ("linux/amd64", "linux/arm64")
+    ran = run(docker_client, image, ["--version"])
+    assert ran.exit_code == 0, ran.stderr
+    assert ran.stdout.strip() == f"trainspotter {trainspotter.__version__}"
 
 
 @pytest.mark.parametrize(
