@@ -54,12 +54,16 @@ pytest: $(STAMP)
 
 test: lint lint-ci typecheck pytest
 
-# The Action, the workflows and the Dockerfile, linted offline: GitHub's JSON schemas
-# (vendored in check-jsonschema), actionlint (workflow logic), zizmor (workflow security),
+# The Action, the workflows, the issue forms, the GitLab template and the Dockerfile,
+# linted offline: GitHub's and GitLab's JSON schemas (vendored in check-jsonschema), actionlint (workflow logic), zizmor (workflow security),
 # hadolint (Dockerfile).
 lint-ci: $(STAMP)
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-actions action.yml
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-issue-forms \
+	  $(filter-out .github/ISSUE_TEMPLATE/config.yml,$(wildcard .github/ISSUE_TEMPLATE/*.yml))
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-issue-config .github/ISSUE_TEMPLATE/config.yml
+	$(BIN)/check-jsonschema --builtin-schema vendor.gitlab-ci ci/gitlab/trainspotter.gitlab-ci.yml
 	$(BIN)/actionlint -no-color .github/workflows/*.yml
 	$(BIN)/zizmor --offline --quiet --config .github/zizmor.yml action.yml .github/workflows
 	$(BIN)/hadolint Dockerfile

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+import trainspotter
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
@@ -98,3 +100,17 @@ def test_release_moves_the_major_tag_and_publishes_the_gallery() -> None:
     assert "workflow_call" in pages[True]
     runs = [s.get("run", "") for _, s in _steps(pages)]
     assert any(r.startswith("make site") for r in runs)
+
+
+def test_changelog_has_a_section_for_this_version_and_unreleased() -> None:
+    """release.yml takes the GitHub release's notes from this section; it fails without."""
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## \[([^\]]+)\]", changelog, re.MULTILINE)
+    assert headings[:2] == ["Unreleased", trainspotter.__version__]
+    assert f"[{trainspotter.__version__}]: https://github.com/antonsoo/trainspotter/" in changelog
+
+
+def test_action_metadata_is_marketplace_ready() -> None:
+    action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    assert action["branding"]["icon"] and action["branding"]["color"]
+    assert len(action["description"]) <= 125, "the Marketplace shows at most 125 characters"

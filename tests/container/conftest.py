@@ -60,11 +60,15 @@ def image(docker_client: Any) -> Any:
     base = os.environ.get("TRAINSPOTTER_TEST_BASE_IMAGE")
     if base:
         buildargs["BASE_IMAGE"] = base
+    # TRAINSPOTTER_BUILD_NETWORK=host: for an engine started without a bridge (a second
+    # engine beside one that owns docker0); the build's pip still needs PyPI.
+    network = os.environ.get("TRAINSPOTTER_BUILD_NETWORK") or None
     built, _logs = docker_client.images.build(
         path=str(release.context),
         dockerfile=release.dockerfile,
         tag=IMAGE_TAG,
         buildargs=buildargs,
+        network_mode=network,
         rm=True,
         forcerm=True,
     )
