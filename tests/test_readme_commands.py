@@ -12,6 +12,7 @@ synopses, not commands: every option they show must exist.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import shutil
@@ -97,7 +98,13 @@ def _check_docker(words: list[str]) -> None:
 
 
 def _check_make(words: list[str]) -> None:
-    dry = subprocess.run(["make", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True)
+    dry = subprocess.run(
+        ["make", "--no-print-directory", "-n", *words[1:]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")},  # under make test
+    )
     assert dry.returncode == 0, dry.stderr
 
 
