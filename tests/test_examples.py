@@ -1,8 +1,14 @@
 """The real example runs: healthy ones are silent, sick ones are caught at the right steps.
 
-Ground truth comes from examples/expected.json, which examples/generate.py wrote from what
-it did to each training run (the step it jumped the LR, the batch it corrupted, the first
-non-finite loss it measured), never from a detector's output.
+Ground truth comes from examples/expected.json, which examples/generate.py (and each
+framework run's own script) wrote from what it did to each training run (the step it jumped
+the LR, the batch it corrupted, the first non-finite loss it measured), never from a
+detector's output.
+
+An expectation that trainspotter does not meet yet carries ``"open_issue": N`` in
+expected.json (on the run for a healthy run, on the pathology or ``must_not_flag`` item
+otherwise): its test is a strict xfail, so it shows in every test run and fails the suite as
+soon as the detector work makes it pass, until the key is removed.
 """
 
 from __future__ import annotations
@@ -30,9 +36,17 @@ def _analysis(path: Path) -> Analysis:
     return _CACHE[path]
 
 
-def _cases(silent: bool) -> list[tuple[str, str]]:
+def _open_issue(item: dict[str, Any], *case: object) -> Any:
+    """The case as a pytest param, a strict xfail when the item names an open issue."""
+    if "open_issue" not in item:
+        return pytest.param(*case)
+    reason = f"issue {item['open_issue']}: trainspotter does not meet this expectation yet"
+    return pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+def _cases(silent: bool) -> list[Any]:
     return [
-        (name, file)
+        _open_issue(spec, name, file)
         for name, spec in RUNS.items()
         if bool(spec.get("must_be_silent")) == silent
         for file in spec["files"]
@@ -63,14 +77,14 @@ def _expected_range(pathology: dict[str, Any]) -> tuple[int, int]:
     raise AssertionError(f"no step in {pathology}")
 
 
-def _pathology_cases() -> list[tuple[str, str, int]]:
+def _pathology_cases() -> list[Any]:
     cases = []
     for name, spec in RUNS.items():
         if spec.get("must_be_silent"):
             continue
         for index, pathology in enumerate(spec["pathologies"]):
             visible = pathology.get("visible_in", spec["files"])
-            cases.extend((name, file, index) for file in visible)
+            cases.extend(_open_issue(pathology, name, file, index) for file in visible)
     return cases
 
 
@@ -85,11 +99,14 @@ def test_pathological_examples_are_caught_at_the_right_steps(
     # Tolerance: a finding may start a few logged points early or late (windows, coarse
     # logging), never far from where the generator put the cause.
     tolerance = max(5, round(0.03 * span))
+    # A pathology that needs acting on says so with "min_severity": an info note that calls
+    # it normal (say, "recognised a cyclic LR schedule") is not a catch.
+    least = Severity[pathology.get("min_severity", "info").upper()]
     matches = [
         f
         for f in result.findings
         if f.detector == pathology["detector"]
-        and f.severity >= Severity.INFO
+        and f.severity >= least
         and f.step_start <= hi + tolerance
         and f.step_end >= lo - tolerance
     ]
@@ -97,6 +114,34 @@ def test_pathological_examples_are_caught_at_the_right_steps(
         f"{run}/{file}: expected {pathology['detector']} near steps {lo}-{hi} "
         f"({pathology['kind']}); got: {_describe(result.findings) or 'nothing'}"
     )
+
+
+def _must_not_flag_cases() -> list[Any]:
+    return [
+        _open_issue(item, name, file, index)
+        for name, spec in RUNS.items()
+        for index, item in enumerate(spec.get("must_not_flag", []))
+        for file in spec["files"]
+    ]
+
+
+@pytest.mark.parametrize(("run", "file", "index"), _must_not_flag_cases())
+def test_harmless_parts_of_sick_examples_get_no_warning(run: str, file: str, index: int) -> None:
+    """What the generator knows is harmless (early batch noise, a per-batch validation
+    column) is not flagged at warning or error by the named detector ("*": any) on the named
+    metric (any when absent) in the step range, even in a run that has a real problem."""
+    item = RUNS[run]["must_not_flag"][index]
+    lo, hi = (int(step) for step in item["step_range"])
+    loud = [
+        f
+        for f in _analysis(EXAMPLES / run / file).findings
+        if item["detector"] in ("*", f.detector)
+        and item.get("metric", f.metric) == f.metric
+        and f.severity >= Severity.WARNING
+        and f.step_start <= hi
+        and f.step_end >= lo
+    ]
+    assert not loud, _describe(loud)
 
 
 @pytest.mark.parametrize(
