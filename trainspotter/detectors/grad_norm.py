@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trainspotter import names
-from trainspotter.detectors import stats
+from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Above
 from trainspotter.model import Finding, Run, Series, Severity
 
@@ -105,8 +106,19 @@ class GradNormDetector:
     *Severity.* Error when, within the explosion and the next `loss_window_points` logged
     `train/loss` points, the loss turns non-finite, or it rises `blowup_sigmas` loss-noise
     sigmas and `blowup_rise` above its median before the explosion (`stats.excursion`)
-    either after the explosion's first step or for good (still up at the window's end).
-    Otherwise warning.
+    either after the explosion's first step or for good (still up at the window's end),
+    and the rise is large in absolute terms too (`loss_scale`: it undoes a tenth of the
+    progress the loss had made, and at a memorised, near-zero loss it climbs above the
+    loss's earlier level). Otherwise *info*, with the reason, when the rise is explained:
+    the LR at least doubled over the baseline window before it (a warmup or a warm
+    restart the log shows: larger steps give larger gradients, by design), or the loss
+    did not react (it never rose by `blowup_rise` and a tenth of its progress, or it sat
+    near zero and stayed below its earlier level, or it went no higher than it had
+    already been in the window before: the earlier spikes of the same size passed
+    without harm). Early-training growth from a tiny initial norm while the loss falls
+    is the last case. Otherwise (no loss logged, or the loss rose to an unusual level)
+    warning. No point is judged before `min_window` points precede it, and the message
+    states the real number of points behind the baseline when it is under a full window.
 
     *Clipping saturation.* A norm logged *after* clipping can never exceed the clip value,
     so when clipping is always active the logged norm is pinned at it. After skipping the
@@ -133,8 +145,11 @@ class GradNormDetector:
     - `min_points` 10, `saturation_min_points` 20.
 
     **False-positive modes.** A deliberate change that multiplies the norm (unfreezing
-    layers, a new loss term) is reported as an explosion (warning; error only if the loss
-    blows up too). fp16 runs that log the norm of *scaled* gradients show norms of
+    layers, a new loss term) is reported as an explosion (warning when the loss rises to
+    an unusual level with it, error only if the loss blows up too). Misses by design: a
+    real explosion the loss has not (yet) reacted to within `loss_window_points` points,
+    or one that coincides with an LR rise, is info; in a log without a train loss every
+    explosion is a warning. fp16 runs that log the norm of *scaled* gradients show norms of
     1e4-1e6 whatever the loss: a constant offset is invisible to a ratio test, and the
     loss scaler's doubling and halving (2x steps) stays below the 5x threshold; such a log
     is not flagged unless the scaled norm itself jumps 5x (or climbs 5x within four
@@ -162,22 +177,19 @@ class GradNormDetector:
     def detect(self, run: Run, params: GradNormParams) -> list[Finding]:
         """Explosion episodes and clipping saturation for every gradient-norm metric."""
         findings: list[Finding] = []
-        loss = run.metrics.get(names.TRAIN_LOSS)
         for metric in sorted(run.metrics):
             if not is_grad_norm_metric(metric):
                 continue
             series = run.metrics[metric]
             with np.errstate(all="ignore"):  # huge logged values may overflow: harmless
-                findings.extend(_explosions(metric, series, loss, params))
+                findings.extend(_explosions(metric, series, run, params))
                 saturation = _saturation(metric, series, params)
             if saturation is not None:
                 findings.append(saturation)
         return findings
 
 
-def _explosions(
-    metric: str, series: Series, loss: Series | None, params: GradNormParams
-) -> list[Finding]:
+def _explosions(metric: str, series: Series, run: Run, params: GradNormParams) -> list[Finding]:
     """One finding per explosion episode of one gradient-norm metric."""
     x, g = stats.finite_xy(series.steps, series.values)
     positive = g > 0
@@ -210,7 +222,9 @@ def _explosions(
     high = log_g - base_log >= np.log10(params.explosion_ratio)
     climb = stats.held_for(high, max(3, window // 4))
     flagged = jump | climb
-    flagged[: max(5, window // 2)] = False
+    # No verdict before a baseline of `min_window` points exists (a full window when the
+    # window is at its minimum); the message states the real count below a full window.
+    flagged[: max(params.min_window, window // 2)] = False
     baseline_log = np.where(climb & ~jump, base_log, median_log)
     extended: list[_Episode] = []
     for first, last in stats.episodes(flagged, max_gap=max(3, window // 5)):
@@ -221,7 +235,9 @@ def _explosions(
             extended[-1] = extended[-1].merge(episode)  # two flags of one extended episode
         else:
             extended.append(episode)
-    return [_explosion_finding(metric, x, g, episode, loss, params, window) for episode in extended]
+    return [
+        _explosion_finding(metric, x, g, episode, run, params, window) for episode in extended
+    ]
 
 
 @dataclass(frozen=True)
@@ -278,7 +294,7 @@ def _explosion_finding(
     x: npt.NDArray[np.float64],
     g: npt.NDArray[np.float64],
     episode: _Episode,
-    loss: Series | None,
+    run: Run,
     params: GradNormParams,
     window: int,
 ) -> Finding:
@@ -288,9 +304,14 @@ def _explosion_finding(
     start_step, end_step, peak_step = int(x[start]), int(x[end]), int(x[peak])
     peak_ratio = float(g[peak] / baseline)
 
+    loss = run.metrics.get(names.TRAIN_LOSS)
     blowup = _loss_blowup(loss, start_step, end_step, params)
-    severity = Severity.ERROR if blowup else Severity.WARNING
+    explained = "" if blowup else _explanation(run, loss, start_step, end_step, params, window)
+    severity = (
+        Severity.ERROR if blowup else Severity.INFO if explained else Severity.WARNING
+    )
     points = end - start + 1
+    before = min(start, window)
     if episode.climb_baseline:
         # The steady-climb test: the ratio is against the lowest trailing median.
         source = (
@@ -298,7 +319,7 @@ def _explosion_finding(
             f"{params.growth_windows * window} points"
         )
     else:
-        source = f"the median of the {window} points before"
+        source = f"the median of the {before} points before"
     if episode.z is None:
         how = f"{peak_ratio:.3g}x; a steady climb rather than one jump"
     else:
@@ -317,6 +338,8 @@ def _explosion_finding(
     )
     if blowup:
         message += f" {blowup}"
+    if explained:
+        message += f" {explained}"
     evidence: dict[str, float | int | str] = {
         "baseline_median": baseline,
         "peak_value": float(g[peak]),
@@ -342,7 +365,12 @@ def _explosion_finding(
     )
     return Finding(
         detector=NAME,
-        title=f"{metric} exploded {peak_ratio:.3g}x" + (" before a loss blow-up" if blowup else ""),
+        title=(
+            f"{metric} rose {peak_ratio:.3g}x (explained, no loss incident)"
+            if explained
+            else f"{metric} exploded {peak_ratio:.3g}x"
+            + (" before a loss blow-up" if blowup else "")
+        ),
         severity=severity,
         metric=metric,
         step_start=start_step,
@@ -350,6 +378,63 @@ def _explosion_finding(
         message=message,
         evidence=evidence,
         fixes=fixes,
+    )
+
+
+def _explanation(
+    run: Run, loss: Series | None, start: int, end: int, params: GradNormParams, window: int
+) -> str:
+    """Why a norm rise with no loss blow-up is not an explosion (a sentence), or "".
+
+    - The LR rose at least 2x from the baseline window to the rise (a warmup or a warm
+      restart the log shows): larger steps give larger gradients, by design.
+    - The train loss did not react: within the rise and the next `loss_window_points`
+      points it never rose by an incident's size (`blowup_rise` of its level before, and
+      a tenth of the progress it had made, `loss_scale.undoes_progress`), or it had
+      memorised (below 5% of its highest level) and stayed below that level. A norm spike
+      the loss shrugs off is one hard batch, or heavy-tailed per-step noise.
+    """
+    lr = run.metrics.get(names.LR)
+    if lr is not None and len(lr):
+        lx, ly = stats.finite_xy(lr.steps, lr.values)
+        at = lx <= start
+        if at.any() and np.count_nonzero(at) > 1:
+            now = float(ly[at][-1])
+            earlier = float(np.min(ly[at][-(window + 1) :]))
+            if earlier > 0 and now >= 2.0 * earlier:
+                return (
+                    f"The LR rose from {earlier:.3g} to {now:.3g} by step {start} (a warmup or a "
+                    "restart in the log): a larger step gives a larger gradient norm, by design."
+                )
+    if loss is None or len(loss) == 0:
+        return ""
+    horizon = stats.step_after(loss.steps, end, params.loss_window_points)
+    found = stats.excursion(loss.steps, loss.values, start, horizon, 5)
+    if found is None or found.nonfinite_step is not None or not math.isfinite(found.peak):
+        return ""
+    lo = int(np.searchsorted(loss.steps, start, side="left"))
+    reference = loss_scale.reference_level(loss.values, lo)
+    recent = loss.values[max(0, lo - window) : lo]
+    recent = recent[np.isfinite(recent)]
+    level, peak = found.baseline, found.peak
+    small = peak - level < params.blowup_rise * abs(level) or not loss_scale.undoes_progress(
+        peak, level, reference, 0.1
+    )
+    memorised = loss_scale.near_zero(level, reference, 0.05) and peak < reference
+    usual = recent.size >= 3 and peak <= float(np.max(recent))
+    if not (small or memorised or usual):
+        return ""
+    top = (
+        f" (it reached {float(np.max(recent)):.4g} in the {recent.size} points before, "
+        "with no gradient alarm)"
+        if usual and not (small or memorised)
+        else ""
+    )
+    return (
+        f"{names.TRAIN_LOSS} did not react: {level:.4g} before (median of the 5 points before "
+        f"step {start}), at most {peak:.4g} (step {found.peak_step}) during the rise and the "
+        f"{params.loss_window_points} points after{top}. A gradient spike the loss shrugs off "
+        "is one hard batch or heavy-tailed noise, not an explosion."
     )
 
 
@@ -373,6 +458,14 @@ def _loss_blowup(loss: Series | None, start: int, end: int, params: GradNormPara
     level = found.threshold(params.blowup_sigmas, params.blowup_rise)
     first_above = found.first_step_above(level)
     if first_above is None or (first_above <= start and not found.ends_above(level)):
+        return ""
+    # The absolute sense (`loss_scale`): a blow-up undoes a tenth of the progress made,
+    # and at a memorised (near-zero) loss it climbs above the earlier level.
+    lo = int(np.searchsorted(loss.steps, start, side="left"))
+    reference = loss_scale.reference_level(loss.values, lo)
+    if not loss_scale.undoes_progress(found.peak, found.baseline, reference, 0.1) or (
+        loss_scale.near_zero(found.baseline, reference, 0.05) and found.peak < reference
+    ):
         return ""
     return (
         f"{names.TRAIN_LOSS} then blew up from {found.baseline:.4g} to {found.peak:.4g} "

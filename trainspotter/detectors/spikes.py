@@ -9,7 +9,7 @@ from typing import Annotated
 
 import numpy as np
 
-from trainspotter.detectors import stats
+from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Above
 from trainspotter.model import Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
@@ -49,6 +49,13 @@ class SpikesParams:
     """The level after an episode is the median of this many points after it."""
     max_findings_per_metric: int = 5
     """Report at most this many episodes per metric (the largest); the rest are counted."""
+    min_progress_share: float = 0.1
+    """A spike must undo at least this share of the progress the curve had made (from
+    the highest level it held before down to the pre-spike level), in raw units."""
+    near_zero_fraction: float = 0.05
+    """Below this fraction of its highest earlier level a positive curve has memorised:
+    a jump that comes back within `recovery_points` points there is not an incident
+    unless it climbs above that earlier level."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,15 @@ class SpikesDetector:
 
     **What it finds.** One finding per spike episode: a *warning* when the curve came
     back to its pre-spike level (however late), an *error* when it never did (the run was
-    damaged: it ends well above where it was before the jump). A jump in the last couple
-    of logged points, where recovery cannot be judged, is a warning that says so.
+    damaged: it stays well above where it was before the jump for at least
+    `recovery_points` points after it). An episode with fewer than `recovery_points`
+    points after it (the end of the log) is a warning that says how many there were. A
+    spike judged against fewer than a full window of earlier points (early in the log)
+    says so and is one level less severe. When a run logs a total loss and its terms
+    (`train/loss` or `mean_loss` beside `*_loss` columns), one incident is one finding on
+    the total, naming the terms that spiked with it; a term spiking while the total does
+    not is the optimiser trading terms off and is not reported. A train-loss spike that
+    came back while `eval/loss` did not come back to its best says what eval did.
 
     **Algorithm.** Per loss-like metric (`names.is_loss_like`), on its finite points:
 
@@ -120,6 +134,15 @@ class SpikesDetector:
        times the pre-spike level (linear: (min_ratio - 1) x the level). The ratio test is
        what keeps a very smooth curve (tiny noise) from turning a harmless wiggle into an
        enormous z.
+    3b. Absolute size (`loss_scale`): relative tests alone call 1e-8 -> 6e-4 a huge spike.
+       An episode must also undo at least `min_progress_share` of the progress the curve
+       had made, in raw units: peak - level >= share x (reference - level), where the
+       reference is the highest 5-point median the curve held before. And once the curve
+       sits below `near_zero_fraction` of that reference (it has memorised: most batches
+       give ~0 and one hard example gives a jump of orders of magnitude), an episode that
+       came back within `recovery_points` points and stayed below the reference is the
+       loss's own heavy tail: not reported (one whose recovery the log cannot show is
+       info).
     4. Flagged points within `merge_gap` points of each other form one episode
        (`stats.episodes`). Recovery: the first run of `recovery_points` consecutive points
        after the episode whose median is back within the threshold of the pre-spike level
@@ -146,6 +169,12 @@ class SpikesDetector:
     - `recovery_points` 5: the median of 5 points sheds one noisy point after a spike.
     - `max_findings_per_metric` 5: a very spiky metric yields its first episode and its
       largest ones with a count, not a wall of findings.
+    - `min_progress_share` 0.1: a practitioner reads a loss on a linear plot of the whole
+      run; a jump under a tenth of the height the curve has come down is a wiggle there,
+      whatever its ratio.
+    - `near_zero_fraction` 0.05: below 5% of its earlier level a classifier's batch loss
+      is dominated by single misclassified examples (one at p=0.01 in a batch of 16 adds
+      0.29), so one-log jumps to 0.1-0.3 are routine and say nothing about the run.
 
     **False-positive modes.** Deliberate discontinuities: an LR warm restart (SGDR) can
     lift the loss by more than half for a while (the lr_schedule detector names the
@@ -153,7 +182,11 @@ class SpikesDetector:
     loss logged as a running average that resets at epoch starts. Very heavy-tailed
     per-batch losses (batch size 1, reinforcement learning, adversarial losses): a batch
     whose loss is 1.5-2x the others is real but may be harmless; such a run shows several
-    recovered spikes.
+    recovered spikes. Misses by design: a spike smaller than a tenth of the progress made
+    (a run that trains to 0.01 and jumps to 0.05 is not reported), and a memorised run's
+    one-log jumps, even when a real bad batch caused them; a total-loss incident in a run
+    whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
+    `total_loss` and the like) is reported per term.
 
     **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
     batch with shifted labels made train/loss jump, and it recovered. Silent on
@@ -168,12 +201,48 @@ class SpikesDetector:
     Params = SpikesParams
 
     def detect(self, run: Run, params: SpikesParams) -> list[Finding]:
-        """One finding per spike episode in every loss-like metric."""
-        findings: list[Finding] = []
-        for name, series in run.metrics.items():
-            if is_loss_like(name):
-                findings.extend(_detect_metric(name, series, run, params))
-        return findings
+        """One finding per spike episode in every loss-like metric; the terms of a total
+        loss are folded into the total's findings."""
+        per_metric = {
+            name: _detect_metric(name, series, run, params)
+            for name, series in run.metrics.items()
+            if is_loss_like(name)
+        }
+        total = loss_scale.total_loss(run)
+        if total is None:
+            return [f for found in per_metric.values() for f in found]
+        return _fold_components(per_metric, total, loss_scale.components(run, total))
+
+
+def _fold_components(
+    per_metric: dict[str, list[Finding]], total: str, terms: list[str]
+) -> list[Finding]:
+    """One incident, one finding, led by the total loss: a term's spike inside a spike of
+    the total (up to where the total came back) is named in the total's finding; a term's
+    spike while the total did not spike is the optimiser trading terms off, not reported."""
+    totals = per_metric.get(total, [])
+    moved: dict[int, list[str]] = {}
+    for term in terms:
+        for f in per_metric.pop(term, []):
+            for i, t in enumerate(totals):
+                reach = t.evidence.get("recovered_at_step", t.step_end)
+                if t.evidence.get("recovered") == "no":
+                    reach = 2**62
+                if f.step_start <= int(reach) and f.step_end >= t.step_start:
+                    if term not in moved.setdefault(i, []):
+                        moved[i].append(term)
+                    break
+    out = [f for name, found in per_metric.items() if name != total for f in found]
+    for i, t in enumerate(totals):
+        names = moved.get(i)
+        if names:
+            t = dataclasses.replace(
+                t,
+                message=t.message + f" Terms of {total} that spiked with it: {', '.join(names)}.",
+                evidence={**t.evidence, "terms_that_spiked": ", ".join(names)},
+            )
+        out.append(t)
+    return out
 
 
 def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) -> list[Finding]:
@@ -205,13 +274,40 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
         _judge(curve, z, median, sigma, start, end, params)
         for start, end in stats.episodes(z >= params.z_threshold, max_gap=params.merge_gap)
     ]
-    found = _merge_unrecovered(found)
+    found = [e for e in _merge_unrecovered(found) if _large_enough(curve, e, params)]
     if not found:
         return []
     return [
         _finding(name, run, curve, e, params, len(found))
         for e in _worth_showing(found, curve, params)
     ]
+
+
+def _memorised(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
+    """The curve sat below `near_zero_fraction` of its highest earlier level, and the
+    jump stayed below that level."""
+    level = curve.back(ep.baseline)
+    reference = loss_scale.reference_level(curve.raw, ep.start)
+    return (
+        loss_scale.near_zero(level, reference, params.near_zero_fraction)
+        and float(curve.raw[ep.peak]) < reference
+    )
+
+
+def _large_enough(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
+    """The absolute sense of a spike (`loss_scale`): it undoes at least
+    `min_progress_share` of the progress made, and, once the curve has memorised (below
+    `near_zero_fraction` of its highest earlier level), it either climbs above that
+    earlier level or does not come back within `recovery_points` points."""
+    level = curve.back(ep.baseline)
+    peak = float(curve.raw[ep.peak])
+    reference = loss_scale.reference_level(curve.raw, ep.start)
+    if not loss_scale.undoes_progress(peak, level, reference, params.min_progress_share):
+        return False
+    if _memorised(curve, ep, params):
+        came_back_soon = ep.back_at is not None and ep.back_at - ep.end <= params.recovery_points
+        return not came_back_soon
+    return True
 
 
 def _merge_unrecovered(found: list[_Episode]) -> list[_Episode]:
@@ -357,15 +453,15 @@ def _judge(
         if back.size:
             i = int(back[0])
             return _Episode(start, end, peak, baseline, peak_z, True, float(runs[i]), end + 1 + i)
-        return _Episode(start, end, peak, baseline, peak_z, False, float(runs[-1]), None)
-    last = values.size - 1
-    if last - start >= 2:
-        # The log ends soon after the jump: judge on its last points, from the jump on.
-        level = float(np.median(values[max(start, last - params.recovery_points + 1) :]))
-        recovered = level - baseline < threshold
-        return _Episode(start, end, peak, baseline, peak_z, recovered, level, None)
+        # "Did not recover" needs a full `recovery_points` after the episode; fewer (the
+        # episode is near the end of the log) leave it open.
+        verdict = False if after.size >= params.recovery_points else None
+        return _Episode(start, end, peak, baseline, peak_z, verdict, float(runs[-1]), None)
+    # Fewer than 3 points after the episode: recovery cannot be judged (unless the metric
+    # ends non-finite: then it never came back).
     ended = False if curve.ends_nonfinite else None
-    return _Episode(start, end, peak, baseline, peak_z, ended, float("nan"), None)
+    level = float(np.median(after)) if after.size else float("nan")
+    return _Episode(start, end, peak, baseline, peak_z, ended, level, None)
 
 
 def _fmt(x: float) -> str:
@@ -382,13 +478,21 @@ def _finding(
     start_step, end_step, peak_step = int(steps[ep.start]), int(steps[ep.end]), int(steps[ep.peak])
     single = start_step == end_step
     size = f"{_fmt(ratio)}x" if baseline > 0 else f"+{_fmt(peak_value - baseline)}"
+    # The noise window holds `window` points, fewer near the start of the log: say so.
+    noise_points = min(ep.start, curve.window)
+    short_baseline = noise_points < curve.window
     message = (
         f"{name} jumped from {_fmt(baseline)} (median of the {_RECENT_POINTS} points before) "
         f"to {'' if single else 'a peak of '}{_fmt(peak_value)} at step {peak_step} ({size}; "
-        f"robust z {_fmt(ep.z)} against the noise of the previous {curve.window} points)"
+        f"robust z {_fmt(ep.z)} against the noise of the previous {noise_points} points)"
         + ("" if single else f", over steps {start_step}-{end_step}")
         + ". "
     )
+    if short_baseline:
+        message += (
+            f"Only {noise_points} points precede it (a full baseline is {curve.window}), so "
+            "the noise estimate is rough. "
+        )
     level_after = curve.back(ep.level_after) if math.isfinite(ep.level_after) else math.nan
     evidence: dict[str, float | int | str] = {
         "level_before": baseline,
@@ -400,9 +504,17 @@ def _finding(
         "points_in_episode": ep.end - ep.start + 1,
         "spike_episodes_in_metric": total,
     }
+    points_after = int(curve.values.size - 1 - ep.end)
+    evidence["points_after_episode"] = points_after
     if ep.recovered is None:
-        severity, recovery = Severity.WARNING, "unknown"
-        message += "The log ends before recovery can be judged."
+        # Once the curve has memorised, an unjudged jump is as likely one hard batch.
+        memorised = _memorised(curve, ep, params)
+        severity, recovery = (Severity.INFO if memorised else Severity.WARNING), "unknown"
+        message += (
+            f"The log ends {points_after} logged point{'s' if points_after != 1 else ''} after "
+            f"it, fewer than the {params.recovery_points} needed to judge recovery"
+            + (f" (their median is {_fmt(level_after)})." if math.isfinite(level_after) else ".")
+        )
     elif ep.recovered:
         severity, recovery = Severity.WARNING, "yes"
         back_step = int(steps[ep.back_at]) if ep.back_at is not None else end_step
@@ -420,6 +532,9 @@ def _finding(
             message += (
                 f", {_fmt(level_after / baseline)}x the level before." if baseline > 0 else "."
             )
+    if short_baseline:
+        # Severity follows evidence: a rough noise estimate lowers it one level.
+        severity = Severity(max(int(Severity.INFO), int(severity) - 1))
     if ep.absorbed:
         later = "before coming back" if ep.recovered else "after that"
         times = "once more" if ep.absorbed == 1 else f"{ep.absorbed} more times"
@@ -441,8 +556,14 @@ def _finding(
         if single
         else f"at steps {start_step}-{end_step} (peak at step {peak_step})"
     )
+    eval_note = None
+    if recovery == "yes" and not is_eval(name):
+        eval_note = loss_scale.eval_after(run, start_step, int(evidence["recovered_at_step"]))
+    if eval_note:
+        message += f" {eval_note}"
+        evidence["eval_recovered"] = "no"
     outcome = {
-        "yes": "and recovered",
+        "yes": "and came back (eval/loss did not)" if eval_note else "and recovered",
         "no": "and did not recover",
         "unknown": "too close to the end of the log to judge recovery",
     }[recovery]
@@ -456,7 +577,7 @@ def _finding(
         step_end=end_step,
         message=message,
         evidence=evidence,
-        fixes=_fixes(name, start_step, severity),
+        fixes=_fixes(name, start_step, severity, first_logged=int(steps[0])),
     )
 
 
@@ -471,7 +592,7 @@ def _lr_at(run: Run, step: int) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _fixes(name: str, step: int, severity: Severity) -> tuple[str, ...]:
+def _fixes(name: str, step: int, severity: Severity, first_logged: int) -> tuple[str, ...]:
     if is_eval(name):
         return (
             f"Check the evaluation at step {step}: a changed or reshuffled eval set, a "
@@ -488,10 +609,16 @@ def _fixes(name: str, step: int, severity: Severity) -> tuple[str, ...]:
         "With Adam, raise eps (1e-8 -> 1e-6) or lower beta2 (0.999 -> 0.95) to damp update spikes.",
     ]
     if severity is Severity.ERROR:
+        # No checkpoint precedes the first logged step: then the advice is a fresh start.
+        where = (
+            f"the last checkpoint before step {step}"
+            if step > first_logged
+            else "scratch (the trouble is there from the first logged step)"
+        )
         fixes.insert(
             0,
-            f"Restart from the last checkpoint before step {step} with a 2-10x lower learning "
-            "rate (and skip the offending batches).",
+            f"Restart from {where} with a 2-10x lower learning rate (and skip the offending "
+            "batches).",
         )
     return tuple(fixes)
 
