@@ -164,14 +164,23 @@ def all_messages(short_id: str) -> list[str]:
     return [text for f in analysis_of(short_id).findings for text in (f.title, f.message, *f.fixes)]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 class 7: messages that are true")
 @pytest.mark.parametrize(
     ("log", "pattern", "why"),
     [
-        ("lightning/005", r"-\d[\d.]*% lower", "a rise called a negative 'lower' (#13)"),
-        ("lightning/006", r"before step 0", "no checkpoint exists before step 0 (#14)"),
+        pytest.param(
+            "lightning/005",
+            r"-\d[\d.]*% lower",
+            "a rise called a negative 'lower' (#13)",
+            id="sign-and-word",
+            marks=pytest.mark.xfail(strict=True, reason="issue 10 class 7: messages that are true"),
+        ),
+        pytest.param(
+            "lightning/006",
+            r"before step 0",
+            "no checkpoint exists before step 0 (#14)",
+            id="before-step-0",
+        ),
     ],
-    ids=["sign-and-word", "before-step-0"],
 )
 def test_message_defects_do_not_return(log: str, pattern: str, why: str) -> None:
     bad = [text for text in all_messages(log) if re.search(pattern, text)]
@@ -200,7 +209,6 @@ def test_could_have_stopped_names_the_best_evaluation() -> None:
     assert texts and all(re.search(r"stopped near step 300\b", t) for t in texts), texts
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 class 7: 'recovered' while eval did not")
 def test_recovery_claim_says_what_the_eval_loss_did() -> None:
     """#2: hf/002's train loss came back, but eval/loss stayed ~2x its best (0.22 -> 0.44)."""
     for f in alarms("hf/002"):

@@ -92,9 +92,9 @@ def components(run: Run, total: str) -> list[str]:
 
 
 def eval_after(run: Run, start_step: int, end_step: int) -> str | None:
-    """A sentence on what `eval/loss` did after an episode at start_step..end_step when it
-    did not come back to its best before the episode (within 10%), else None (it came back,
-    or there is no eval loss with evaluations on both sides)."""
+    """A sentence on what `eval/loss` did after an episode (from `start_step`, back by
+    `end_step`) when it did not come back to within 10% of its best up to `start_step`;
+    None when it came back or there is no eval loss with evaluations on both sides."""
     series = run.metrics.get(EVAL_LOSS)
     if series is None:
         return None

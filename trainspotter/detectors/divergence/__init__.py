@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from trainspotter.detectors import stats
+from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.divergence.nonfinite import (
     Episode,
     incidents,
@@ -27,7 +27,7 @@ from trainspotter.detectors.divergence.rise import (
     transient_rises,
 )
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
-from trainspotter.names import EVAL_LOSS, TRAIN_LOSS, is_eval, is_loss_like
+from trainspotter.names import EVAL_LOSS, is_eval, is_loss_like
 
 __all__ = ["DETECTOR", "NAME", "DivergenceDetector", "DivergenceParams"]
 
@@ -175,7 +175,7 @@ class DivergenceDetector:
                 drifts[name] = drift_finding(name, tail, run)
             before = tail.min_step if tail is not None else math.inf
             findings.extend(
-                transient_finding(name, rise)
+                transient_finding(name, rise, run)
                 for rise in transient_rises(x, y, run, params)
                 if rise.end_step < before
             )
@@ -191,11 +191,12 @@ def _component_drifts_as_warnings(run: Run, drifts: dict[str, Finding]) -> list[
     """A component loss (e.g. one term of a physics-informed or multi-task loss) that rises
     while the run's total `train/loss` does not is a trade-off between terms, not a blow-up:
     a warning, said so. Everything else stays an error."""
-    if TRAIN_LOSS not in run.metrics or TRAIN_LOSS in drifts:
+    total = loss_scale.total_loss(run)
+    if total is None or total in drifts:
         return list(drifts.values())
     out = []
     for name, finding in drifts.items():
-        if name in (TRAIN_LOSS, EVAL_LOSS) or is_eval(name):
+        if name in (total, EVAL_LOSS) or is_eval(name):
             out.append(finding)
             continue
         out.append(
@@ -204,7 +205,7 @@ def _component_drifts_as_warnings(run: Run, drifts: dict[str, Finding]) -> list[
                 severity=Severity.WARNING,
                 title=f"{name} is drifting upward since step {finding.step_start}",
                 message=finding.message
-                + f" {TRAIN_LOSS} is not rising: this term is being traded off against the "
+                + f" {total} is not rising: this term is being traded off against the "
                 "others (check the loss weights) rather than the whole run diverging.",
                 fixes=(
                     f"Rebalance the loss weights: raise the weight of {name} (or lower the "

@@ -128,7 +128,7 @@ def nonfinite_finding(
             step_end=end_step,
             message=f"{lead.metric} is {kind} {span}.{previous}{also}{climb}",
             evidence=evidence,
-            fixes=_nan_fixes(start_step, lead.start_step),
+            fixes=_nan_fixes(start_step, lead.start_step, _first_step(run)),
         )
     return _gradient_finding(run, group, lead, span, previous, evidence, params)
 
@@ -162,7 +162,7 @@ def _gradient_finding(
                 "training has stopped making progress."
             ),
             evidence=evidence,
-            fixes=_nan_fixes(start_step, lead.start_step),
+            fixes=_nan_fixes(start_step, lead.start_step, _first_step(run)),
         )
     series = lead.series
     skipped = series.nonfinite_count()
@@ -248,14 +248,31 @@ def _climb_before_nonfinite(
     )
 
 
-def _nan_fixes(restart_step: int, nonfinite_step: int) -> tuple[str, ...]:
+def _first_step(run: Run) -> int:
+    span = run.step_span()
+    return span[0] if span is not None else 0
+
+
+def _nan_fixes(restart_step: int, nonfinite_step: int, first_step: int) -> tuple[str, ...]:
     """`restart_step`: where the trouble began (a climb's onset, or the first non-finite
-    value); `nonfinite_step`: the first non-finite value."""
+    value); `nonfinite_step`: the first non-finite value; `first_step`: the first logged
+    step (no checkpoint precedes it: the advice is then a fresh start and a look at the
+    initialisation and the first batches)."""
+    if restart_step > first_step:
+        restart = f"Restart from the last checkpoint before step {restart_step}"
+    else:
+        restart = "Start again (the trouble is there from the first logged step)"
+    if nonfinite_step > first_step:
+        inputs = f"Check the inputs of the batches just before step {nonfinite_step} for NaN/Inf."
+    else:
+        inputs = (
+            "The first logged value is already non-finite: check the initialisation, the "
+            "inputs of the first batches and the loss code for NaN/Inf."
+        )
     return (
-        f"Restart from the last checkpoint before step {restart_step} with a 2-10x lower "
-        "learning rate.",
+        f"{restart} with a 2-10x lower learning rate.",
         "Enable gradient clipping (e.g. max_norm=1.0).",
         "With fp16, switch to bf16 or check the loss scaler; look for log(0), division by "
         "zero or sqrt of a negative in custom loss code (e.g. add eps inside log/sqrt).",
-        f"Check the inputs of the batches just before step {nonfinite_step} for NaN/Inf.",
+        inputs,
     )

@@ -43,3 +43,6 @@ class DivergenceParams:
     """...and this many smoothing errors above it..."""
     transient_alpha: float = 0.01
     """...and the climb is a rank trend at this significance level."""
+    min_progress_share: float = 0.1
+    """A climb that came back must undo at least this share of the progress the loss had
+    made (from its highest earlier level down to the climb's minimum), in raw units."""

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainspotter.detectors import stats
+from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
 from trainspotter.model import Finding, FloatArray, Run, Severity
-from trainspotter.names import LR
+from trainspotter.names import LR, is_eval
 
 
 def fmt(x: float) -> str:
@@ -168,6 +168,8 @@ def transient_rises(x: FloatArray, y: FloatArray, run: Run, params: DivergencePa
             continue  # still risen at the end: the tail test's case
         i_min = int(np.flatnonzero(ts[: start + 1] == running_min[start])[-1])
         i_peak = start + int(np.argmax(ts[start : end + 1]))
+        if not _large_enough(x, y, float(xs[i_min]), ts[i_min], ts[i_peak], in_log, params):
+            continue
         climb = (x >= xs[i_min]) & (x <= xs[i_peak])
         trend = stats.trend_test(x[climb], y[climb])
         if trend is None or not _rising(trend, params.transient_alpha, params):
@@ -210,6 +212,24 @@ def transient_rises(x: FloatArray, y: FloatArray, run: Run, params: DivergencePa
             )
         )
     return rises
+
+
+def _large_enough(
+    x: FloatArray,
+    y: FloatArray,
+    min_step: float,
+    min_t: float,
+    peak_t: float,
+    in_log: bool,
+    params: DivergenceParams,
+) -> bool:
+    """The absolute sense of a climb (`loss_scale`): it undoes at least
+    `min_progress_share` of the progress the loss had made before it (from its highest
+    5-point median down to the climb's minimum). (No near-zero clause: a climb that held
+    for half a smoothing window is not one hard batch.)"""
+    level, peak = _to_units(min_t, in_log), _to_units(peak_t, in_log)
+    reference = loss_scale.reference_level(y, int(np.searchsorted(x, min_step, side="right")))
+    return loss_scale.undoes_progress(peak, level, reference, params.min_progress_share)
 
 
 def _to_units(value: float, in_log: bool) -> float:
@@ -284,19 +304,35 @@ def drift_finding(name: str, rise: Rise, run: Run) -> Finding:
     )
 
 
-def transient_finding(name: str, rise: Rise) -> Finding:
+def transient_finding(name: str, rise: Rise, run: Run) -> Finding:
     factor = rise.evidence.get("rise_factor")
     how_far = f" ({fmt(float(factor))}x)" if isinstance(factor, float) else ""
+    back_at = int(rise.evidence["recovered_by_step"])
+    rise.evidence["recovered_at_step"] = back_at
+    # "The run recovered" only when the eval loss did too (a train loss can come back by
+    # memorising while eval stays worse); otherwise say what eval did.
+    eval_note = None if is_eval(name) else loss_scale.eval_after(run, rise.onset_step, back_at)
+    if eval_note:
+        rise.evidence["eval_recovered"] = "no"
+        outcome = (
+            f"{name} came back, but the run did not recover: {eval_note} A loss that "
+            "diverges for a while is one LR setting away from not coming back."
+        )
+    else:
+        outcome = (
+            f"{name} came back, but a loss that diverges for a while is one LR setting away "
+            "from not coming back."
+        )
     message = (
         f"{name} (smoothed) climbed from {fmt(rise.min_level)} at step {rise.min_step} to "
         f"{fmt(rise.peak_level)} at step {rise.peak_step}{how_far}, stayed up until step "
-        f"{rise.end_step} and came back to {fmt(rise.end_level)}. {rise.detail} The run "
-        "recovered, but a loss that diverges for a while is one LR setting away from not "
-        "recovering."
+        f"{rise.end_step} and came back to {fmt(rise.end_level)} by step {back_at}. "
+        f"{rise.detail} {outcome}"
     )
+    title_end = "came back (eval/loss did not)" if eval_note else "came back"
     return Finding(
         detector=NAME,
-        title=f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and recovered",
+        title=f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and {title_end}",
         severity=Severity.WARNING,
         metric=name,
         step_start=rise.onset_step,
