@@ -143,3 +143,34 @@ def test_an_earlier_gradient_explosion_still_leads(
     grad = next(f for f in result.findings if f.detector == "grad_norm")
     divergence = next(f for f in result.findings if f.detector == "divergence")
     assert result.chains == [[grad.id, divergence.id]] and divergence.cause == grad.id
+
+
+def test_a_chain_reads_in_increasing_ids_from_its_root(
+    monkeypatch: pytest.MonkeyPatch, run: Run
+) -> None:
+    """Issue 10 class 8: the root cause (a warning) is F1 even though an error follows it."""
+    _install(
+        monkeypatch,
+        _Planted("lr_schedule", [_finding("lr_schedule", Severity.WARNING, 250, 250)]),
+        _Planted("divergence", [_finding("divergence", Severity.ERROR, 260, 999)]),
+        _Planted("plateau", [_finding("plateau", Severity.WARNING, 100, 200)]),
+    )
+    result = analyze(run)
+    assert [f.detector for f in result.findings] == ["lr_schedule", "divergence", "plateau"]
+    assert result.chains == [["F1", "F2"]]
+
+
+def test_a_spike_that_recovered_is_not_the_cause_of_a_later_blow_up(
+    monkeypatch: pytest.MonkeyPatch, run: Run
+) -> None:
+    """Issue 10 class 8: a recovered spike reaches only to its recovery."""
+    spike = _finding("spikes", Severity.WARNING, 500, 501)
+    spike = Finding(**{**spike.__dict__, "evidence": {"recovered_at_step": 505}})
+    _install(
+        monkeypatch,
+        _Planted("spikes", [spike]),
+        _Planted("divergence", [_finding("divergence", Severity.ERROR, 510, 999)]),
+    )
+    result = analyze(run)
+    assert result.chains == []
+    assert all(f.cause is None for f in result.findings)

@@ -1,7 +1,9 @@
 """Run the enabled detectors on a Run, order the findings, and link related ones.
 
 Order (the report contract): errors first, then warnings, then info; chronological within
-a level; ids `F1`, `F2`, ... follow that order.
+a level; except that the findings of one incident are shown together, in their causal
+chain's order, where the incident's worst finding would stand. Ids `F1`, `F2`, ... follow
+the shown order, so a chain reads in increasing ids from its root cause.
 
 Linking: findings from different detectors whose step ranges touch (within a tolerance
 of `LINK_TOLERANCE` of the run's step span, at least one logged interval) form one
@@ -10,8 +12,10 @@ steps, by each detector's `causal_rank` (an LR change, then the loss, then the g
 norm). Each finding's `cause` is the latest finding of its chain that started strictly
 earlier (a detector that `drives_same_step`, the LR, also causes what starts at its own
 step); findings that start together co-occur and neither causes the other. `related`
-lists the others. The chain's head is the root cause a report shows first. Findings of
-`whole_run` detectors (a plateau, noisy evals) are never linked.
+lists the others. The chain's head is the root cause a report shows first. A finding
+that recovered (`evidence["recovered_at_step"]`) reaches only to its recovery: what starts
+later is another incident (a spike that recovered long before a NaN is not its cause).
+Findings of `whole_run` detectors (a plateau, noisy evals) are never linked.
 
 This module knows nothing of files or output formats, and names no detector: each
 detector declares its own rank and linking role (`detectors/base.py`).
@@ -118,35 +122,62 @@ def order_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def link_findings(run: Run, findings: list[Finding]) -> tuple[list[Finding], list[list[str]]]:
-    """Give ids, group touching findings into incidents, and set `cause`/`related`."""
-    with_ids = [dataclasses.replace(f, id=f"F{i}") for i, f in enumerate(findings, start=1)]
+    """Group touching findings into incidents, put each incident's findings together in
+    chain order, give ids in that order, and set `cause`/`related`.
+
+    `findings` comes in report order (`order_findings`). An incident takes the place of
+    its first finding in that order (its worst one), and its findings follow in causal
+    order, so a chain reads F1, F2, ... from its root cause. A finding that says where it
+    came back (`evidence["recovered_at_step"]`) reaches no further: what starts after its
+    recovery is a new incident, however close (a spike that recovered is not the cause of
+    a later blow-up)."""
     lo, hi = run.step_span() or (0, 0)
     tolerance = max(1, round((hi - lo) * LINK_TOLERANCE))
+    position = {id(f): i for i, f in enumerate(findings)}
     candidates = sorted(
-        (f for f in with_ids if not _whole_run(f)),
+        (f for f in findings if not _whole_run(f)),
         key=lambda f: (f.step_start, _causal_rank(f)),
     )
     groups: list[list[Finding]] = []
-    group_end = -(10**18)
+    group_reach = -(10**18)
     for f in candidates:
-        if groups and f.step_start <= group_end + tolerance:
+        if groups and f.step_start <= group_reach:
             groups[-1].append(f)
-            group_end = max(group_end, f.step_end)
+            group_reach = max(group_reach, _reach(f, tolerance))
         else:
             groups.append([f])
-            group_end = f.step_end
+            group_reach = _reach(f, tolerance)
+    incidents = [g for g in groups if len({f.detector for f in g}) >= 2]
+    lead_of = {id(f): g for g in incidents for f in g}
+    ordered: list[Finding] = []
+    for f in findings:
+        group = lead_of.get(id(f))
+        if group is None:
+            ordered.append(f)
+        elif min(group, key=lambda m: position[id(m)]) is f:
+            ordered.extend(group)
+    new_id = {id(f): f"F{i}" for i, f in enumerate(ordered, start=1)}
+    with_ids = [dataclasses.replace(f, id=new_id[id(f)]) for f in ordered]
+    by_old = {id(old): new for old, new in zip(ordered, with_ids, strict=True)}
     chains: list[list[str]] = []
     updates: dict[str, Finding] = {}
-    for group in groups:
-        if len({f.detector for f in group}) < 2:
-            continue
-        ids = [f.id for f in group]
+    for group in incidents:
+        members = [by_old[id(f)] for f in group]
+        ids = [f.id for f in members]
         chains.append(ids)
-        for pos, f in enumerate(group):
+        for pos, f in enumerate(members):
             updates[f.id] = dataclasses.replace(
-                f, cause=_cause(group[:pos], f), related=tuple(i for i in ids if i != f.id)
+                f, cause=_cause(members[:pos], f), related=tuple(i for i in ids if i != f.id)
             )
     return [updates.get(f.id, f) for f in with_ids], chains
+
+
+def _reach(finding: Finding, tolerance: int) -> int:
+    """The last step a later finding may start at to belong to this finding's incident."""
+    recovered = finding.evidence.get("recovered_at_step")
+    if isinstance(recovered, int) and recovered >= finding.step_end:
+        return min(finding.step_end + tolerance, recovered)
+    return finding.step_end + tolerance
 
 
 def _cause(earlier: list[Finding], finding: Finding) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import synth
 from synth import decaying_loss, every, healthy_noisy_run, make_run, warmup_cosine
 
 from trainspotter.detectors.spikes import DETECTOR, SpikesParams
@@ -192,3 +193,30 @@ def test_further_jumps_are_counted_without_plural_placeholders() -> None:
     (f,) = _detect(_loss_run(steps, loss))
     assert f.evidence["further_jumps"] == 1
     assert "once more" in f.message and "(s)" not in f.message
+
+
+def test_a_jump_near_zero_loss_is_not_an_incident() -> None:
+    """Issue 10 class 4: at a memorised loss (~1e-4 after 2.3) a one-log jump to 1e-3 that
+    comes back is the loss's heavy tail, whatever its ratio; the same jump when the loss
+    sits high (no progress to speak of) is still a spike."""
+    steps = synth.every(3000, 1, start=1)
+    loss = synth.decaying_loss(steps, start=2.3, floor=1e-4, noise=0.05, seed=3)
+    loss[2000] = 1e-3
+    assert DETECTOR.detect(synth.make_run({"train/loss": (steps, loss)}), PARAMS) == []
+
+
+def test_terms_of_a_total_loss_are_one_finding_led_by_the_total() -> None:
+    """Issue 10: PINN terms beside mean_loss; a term spiking alone (traded off) is silent;
+    an incident of the total names the terms that spiked with it."""
+    steps = synth.every(1000, 1, start=1)
+    a = synth.decaying_loss(steps, start=1.0, floor=0.05, noise=0.05, seed=4)
+    b = synth.decaying_loss(steps, start=1.0, floor=0.05, noise=0.05, seed=5)
+    a[300] *= 20  # term a alone: the total barely moves
+    a[700] *= 50
+    b[700] *= 50  # both terms and the total: one incident
+    total = (a + b) / 2
+    total[300] = (total[299] + total[301]) / 2
+    run = synth.make_run({"mean_loss": (steps, total), "a_loss": (steps, a), "b_loss": (steps, b)})
+    found = DETECTOR.detect(run, PARAMS)
+    assert [(f.metric, f.step_start) for f in found] == [("mean_loss", int(steps[700]))]
+    assert found[0].evidence["terms_that_spiked"] == "a_loss, b_loss"

@@ -22,7 +22,9 @@ def test_headline_table_and_details(divergent: Analysis) -> None:
     assert first.startswith("## trainspotter: ") and "error" in first
     assert "1 error, 1 warning, 1 info" in first
     assert "| id | severity | steps | detector | title |" in text
-    assert "| F1 | \U0001f534 error | steps 1,810\u20132,100 | divergence |" in text
+    # The incident reads in chain order: the LR jump (its root cause) is F1, the NaN F2.
+    assert "| F1 | \U0001f7e1 warning | step 1,800 | lr\\_schedule |" in text
+    assert "| F2 | \U0001f534 error | steps 1,810\u20132,100 | divergence |" in text
     assert text.count("<details>") == 3 and text.count("</details>") == 3
     assert "1. Lower the learning rate." in text
     assert "**Root cause:** lr jumped 30x at step 1800" in text

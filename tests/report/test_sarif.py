@@ -57,7 +57,8 @@ def test_rules_and_results(divergent: Analysis) -> None:
         assert result["partialFingerprints"]["trainspotterFinding/v1"] == finding_fingerprint(
             finding, divergent.run.source_path
         )
-    assert results[0]["properties"]["evidence"]["growth"] == "Infinity"
+    divergence = next(r for r in results if r["ruleId"] == "divergence")
+    assert divergence["properties"]["evidence"]["growth"] == "Infinity"
 
 
 def test_registered_detector_docs_become_rules() -> None:

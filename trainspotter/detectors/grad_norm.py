@@ -235,9 +235,7 @@ def _explosions(metric: str, series: Series, run: Run, params: GradNormParams) -
             extended[-1] = extended[-1].merge(episode)  # two flags of one extended episode
         else:
             extended.append(episode)
-    return [
-        _explosion_finding(metric, x, g, episode, run, params, window) for episode in extended
-    ]
+    return [_explosion_finding(metric, x, g, episode, run, params, window) for episode in extended]
 
 
 @dataclass(frozen=True)
@@ -307,9 +305,7 @@ def _explosion_finding(
     loss = run.metrics.get(names.TRAIN_LOSS)
     blowup = _loss_blowup(loss, start_step, end_step, params)
     explained = "" if blowup else _explanation(run, loss, start_step, end_step, params, window)
-    severity = (
-        Severity.ERROR if blowup else Severity.INFO if explained else Severity.WARNING
-    )
+    severity = Severity.ERROR if blowup else Severity.INFO if explained else Severity.WARNING
     points = end - start + 1
     before = min(start, window)
     if episode.climb_baseline:

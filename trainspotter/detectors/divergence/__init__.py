@@ -48,8 +48,10 @@ class DivergenceDetector:
       skips are frequent (the scaler keeps overflowing: a sign of activations near the fp16
       range).
     - A loss *rising to the end* of the log (error), or *a climb that came back* (warning).
-      A component loss (one term of a multi-term loss) rising to the end while
-      `train/loss` is not is a trade-off between terms: a warning, said so.
+      A component loss (one term of a multi-term loss) rising to the end while the total
+      (`train/loss`, or a `mean_loss`/`total_loss`-like name) is not is a trade-off
+      between terms: a warning, said so. Restart advice never names a checkpoint before
+      the first logged step.
 
     **Algorithm.**
     *Non-finite values.* Every loss-like metric (`names.is_loss_like`) and gradient metric
@@ -91,7 +93,13 @@ class DivergenceDetector:
       window sheds anything shorter than half of it, so this is a climb that held, not a
       one-step jump (that is the spikes detector's). A climb that starts with the LR
       jumping back up after it had decayed (a warm restart, a cyclic schedule) is expected
-      and not reported.
+      and not reported. The climb must also be large in absolute terms (`loss_scale`): its
+      smoothed peak undoes at least `min_progress_share` of the progress the loss had made
+      (from its highest earlier 5-point median down to the climb's minimum), so a loss at
+      1e-8 wandering to 1e-4 in a run that started at 0.4 is not a divergence. "Came
+      back" is said of the loss; the run is said to have recovered only when `eval/loss`
+      came back to within 10% of its best before the climb, else the message says what
+      the eval loss did (its best before, its lowest and last after).
     - *Before a NaN*: when a loss ends non-finite, the climb before it (the same test as
       for a rise to the end, on the finite points) moves the start of the NaN finding back
       to the climb's onset, and the restart advice with it (a checkpoint between the onset
@@ -118,6 +126,8 @@ class DivergenceDetector:
     - `transient_factor` 2 (2x the lowest level so far) and `transient_noise_multiple` 6:
       the lowest point of a noisy smoothed curve sits a few smoothing errors low and its
       highest a few high, so noise alone spans about 5.
+    - `min_progress_share` 0.1: a practitioner reads the loss on a linear plot of the
+      whole run; a climb under a tenth of the height the curve has come down is a wiggle.
     - `drift_min_points` 20, `drift_min_tail_points` 10, `drift_min_tail_fraction` 0.1:
       below these a trend test on the loss (or on the stretch after its minimum) is not
       attempted.
