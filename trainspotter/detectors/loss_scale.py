@@ -38,7 +38,8 @@ REFERENCE_POINTS = 5
 single outlier (the spike itself, an early blip)."""
 
 _TOTAL = re.compile(
-    r"^(train[_/ ]?)?((mean|total|overall|sum|combined|full)[_/ ]?loss|loss[_/ ]?(mean|total|sum))$",
+    r"^(train[_/ ]?)?"
+    r"((mean|total|overall|sum|combined|full)[_/ ]?loss|loss[_/ ]?(mean|total|sum))$",
     re.IGNORECASE,
 )
 
