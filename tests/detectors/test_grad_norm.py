@@ -36,13 +36,20 @@ def run_with(
     return synth.make_run({names.GRAD_NORM: (steps, norms), names.TRAIN_LOSS: (steps, loss)})
 
 
+def one_jump(every: int) -> tuple[npt.NDArray[np.int64], FloatArray, int]:
+    """Healthy norms logged every `every` steps with one 30x jump half way: steps, norms,
+    the jump's step."""
+    steps = synth.every(100 * every * 20, every, start=every)
+    norms = noisy_norms(steps)
+    k = int(steps[len(steps) // 2])
+    norms[steps == k] *= 30
+    return steps, norms, k
+
+
 @pytest.mark.parametrize("every", [1, 50])
 def test_a_jump_is_a_warning_at_its_step(every: int) -> None:
     """With no loss logged, nothing says the jump was harmless: a warning."""
-    steps = synth.every(100 * every * 20, every, start=every)
-    norms = noisy_norms(steps)
-    k = steps[len(steps) // 2]
-    norms[steps == k] *= 30
+    steps, norms, k = one_jump(every)
     [finding] = detect(synth.make_run({names.GRAD_NORM: (steps, norms)}))
     assert finding.severity is Severity.WARNING
     assert finding.step_start == finding.step_end == k
@@ -52,10 +59,7 @@ def test_a_jump_is_a_warning_at_its_step(every: int) -> None:
 @pytest.mark.parametrize("every", [1, 50])
 def test_a_jump_while_the_loss_keeps_falling_is_info(every: int) -> None:
     """Issue 10 class 3: a gradient spike the loss shrugs off is at most info, said so."""
-    steps = synth.every(100 * every * 20, every, start=every)
-    norms = noisy_norms(steps)
-    k = steps[len(steps) // 2]
-    norms[steps == k] *= 30
+    steps, norms, k = one_jump(every)
     [finding] = detect(run_with(steps, norms))
     assert finding.severity is Severity.INFO
     assert finding.step_start == finding.step_end == k
