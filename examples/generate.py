@@ -1497,9 +1497,6 @@ def small_init_truth(result: RunResult) -> Truth:
     return {
         "healthy": True,
         "must_be_silent": True,
-        # Strict xfail in tests/test_examples.py until issue 10's detector work stops the
-        # grad_norm warning on this healthy run; remove the key then.
-        "open_issue": 10,
         "pathologies": [],
         "early_grad_norm_growth": {
             "grad_norm_at_step_1": rounded(float(norms[0])),

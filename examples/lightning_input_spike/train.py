@@ -182,7 +182,6 @@ def ground_truth(losses: dict[int, float], steps: int) -> dict[str, object]:
                 "metric": "train_loss_epoch",
                 "step_range": [0, steps],
                 "why": "the epoch twin of train_loss_step: one finding per quantity",
-                "open_issue": 10,
             },
         ],
         "files": ["lightning_logs/version_0/metrics.csv"],
