@@ -24,28 +24,19 @@ decides *when* to run the batch analysis, and it makes that decision in O(new):
    arrays (amortised O(new)); `trainer_state.json`, rewritten whole by the Trainer, is
    re-read only when its size, mtime or inode changed (that read is O(file): the format
    leaves no choice).
-2. **Online checks are O(new)** per metric, on the new values only: any non-finite value;
-   an EWMA mean and mean absolute deviation with a jump test (losses, grad_norm: a value
-   more than `JUMP_SIGMAS` deviations away; lr: a change by more than `LR_RATIO` between
-   points); a one-sided CUSUM on step_time (up) and throughput (down). They cost
-   microseconds per point and only *trigger* an analysis.
-3. **Full analyses are amortised O(1) per point.** One runs (a) on the first data, (b)
-   whenever the log has grown by `growth` (10%) since the last one: with geometric growth
-   the total work over a run of n points is about n / 0.1 + n, a constant per point, (c) at
-   once when a metric logs its first non-finite value, (d) when an online check fires or a
-   poll finds the log idle after growth (the run paused, finished or died: the findings
-   should then be exact) - but (d) only once the time since the last analysis is at least
-   `duty` (4) times what that analysis took, so analyses of a log take at most ~20% of one
-   core even when a check fires at every poll, and (e) at exit. A run that logs a point
-   every poll interval therefore costs O(new) per poll plus the amortised analyses.
-4. **The findings watch ends with are exactly those of `analyze`** on the same final file:
+2. **Online checks are O(new)** per metric, on the new values only, and **full analyses
+   are amortised O(1) per point**: `trainspotter.online` (shared with `Monitor`) holds the
+   checks and the rule (first data, 10% growth, a first non-finite value at once, an
+   online check's alarm or a poll that finds the log idle after growth under a duty
+   limit). Watch adds (e) an analysis at exit. A run that logs a point every poll
+   interval therefore costs O(new) per poll plus the amortised analyses.
+3. **The findings watch ends with are exactly those of `analyze`** on the same final file:
    the final poll reads the file to its end as `read_log` does (a last line without a
    newline included), the Run is built by the readers' own code, and the same
    `analyze` + config suppressions run on it (tested on the bundled examples fed in pieces).
 
-Findings are matched across analyses by (detector, metric, start step), else by the same
-detector and metric with an overlapping step range (an episode's start can move as robust
-windows widen), so a growing episode is reported as updated, not again. A finding that a
+Findings are matched across analyses by `online.FindingTracker`, so a growing episode is
+reported as updated, not again. A finding that a
 later analysis no longer reports is not retracted in the stream; the summary at exit lists
 the final analysis.
 
@@ -72,14 +63,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-import numpy as np
-
 from trainspotter.analysis import Analysis, analyze
 from trainspotter.config import Config
 from trainspotter.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, InputError
 from trainspotter.gate import LogTarget, expand_patterns
-from trainspotter.model import Finding, FloatArray, Run, Severity
-from trainspotter.names import GRAD_NORM, LR, STEP_TIME, THROUGHPUT, is_loss_like
+from trainspotter.model import Finding, Run, Severity
+from trainspotter.online import FindingTracker, Schedule, finding_key, live_run_meta
 from trainspotter.readers import READERS, detect_format, require_data
 from trainspotter.readers.base import ReadOptions
 from trainspotter.readers.incremental import Growth, Tail, open_tail
@@ -90,102 +79,6 @@ from trainspotter.report.json_report import finding_dict
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-
-JUMP_SIGMAS = 8.0
-"""A loss or grad_norm value this many EWMA mean absolute deviations from the EWMA mean
-triggers an analysis (a trigger only: the detectors decide what is a finding)."""
-LR_RATIO = 2.0
-"""An lr that changes by more than this factor between two points triggers an analysis,
-unless both values are below `LR_FLOOR` x the peak lr (the tail of a decay to zero)."""
-LR_FLOOR = 0.01
-CUSUM_LIMIT = 12.0
-"""One-sided CUSUM threshold (in deviations) for step_time up / throughput down."""
-EWMA_ALPHA = 0.05
-WARMUP_POINTS = 20
-"""Points a check sees before it may fire."""
-BULK_POINTS = 5000
-"""A poll bringing more new points than this (the first read of a long log) only warms
-the checks up on its last `BULK_TAIL` points: its size triggers an analysis anyway."""
-BULK_TAIL = 1000
-
-
-# --------------------------------------------------------------------------- online checks
-
-
-class _Check:
-    """O(1)-per-point online trigger for one metric (see the module docstring)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        if name == LR:
-            self.kind = "ratio"
-        elif name == STEP_TIME:
-            self.kind = "up"
-        elif name == THROUGHPUT:
-            self.kind = "down"
-        elif name == GRAD_NORM or is_loss_like(name):
-            self.kind = "jump"
-        else:
-            self.kind = "finite"
-        self.count = 0
-        self.mean = 0.0
-        self.dev = 0.0
-        self.cusum = 0.0
-        self.last = math.nan
-        self.peak = 0.0
-        self.nonfinite_seen = False
-
-    def update(self, values: FloatArray) -> tuple[bool, str | None]:
-        """Feed new values; return (first non-finite value of this metric, other alarm)."""
-        first_nonfinite = False
-        finite = np.isfinite(values)
-        if not bool(finite.all()):
-            first_nonfinite = not self.nonfinite_seen
-            self.nonfinite_seen = True
-            values = values[finite]
-        if self.kind == "finite" or values.shape[0] == 0:
-            return first_nonfinite, None
-        warm_only = values.shape[0] > BULK_POINTS
-        if warm_only:
-            values = values[-BULK_TAIL:]
-        alarm: str | None = None
-        for value in values.tolist():
-            reason = self._step(value)
-            if reason and not warm_only and alarm is None:
-                alarm = reason
-        return first_nonfinite, alarm
-
-    def _step(self, x: float) -> str | None:
-        reason = None
-        if self.count == 0:
-            self.mean, self.dev = x, abs(x) * 0.01
-        else:
-            scale = max(self.dev, 1e-12 * max(1.0, abs(self.mean)))
-            z = (x - self.mean) / scale
-            if self.count >= WARMUP_POINTS:
-                if self.kind == "jump" and abs(z) > JUMP_SIGMAS:
-                    reason = f"{self.name} jumped"
-                elif (
-                    self.kind == "ratio"
-                    and self.last > 0
-                    and x > 0
-                    and max(x, self.last) > LR_FLOOR * self.peak
-                    and max(x / self.last, self.last / x) > LR_RATIO
-                ):
-                    reason = f"{self.name} changed by more than {LR_RATIO:g}x"
-                elif self.kind in ("up", "down"):
-                    signed = z if self.kind == "up" else -z
-                    self.cusum = max(0.0, self.cusum + signed - 0.5)
-                    if self.cusum > CUSUM_LIMIT:
-                        self.cusum = 0.0
-                        reason = f"{self.name} shifted"
-            self.dev += EWMA_ALPHA * (abs(x - self.mean) - self.dev)
-            self.mean += EWMA_ALPHA * (x - self.mean)
-        self.count += 1
-        self.last = x
-        self.peak = max(self.peak, abs(x))
-        return reason
-
 
 # --------------------------------------------------------------------------- one log
 
@@ -198,11 +91,6 @@ class FindingEvent:
     log: str
     finding: Finding
     severity_rose: bool = False
-
-
-def finding_key(finding: Finding) -> tuple[str, str, int]:
-    """How a finding is recognised across analyses (see the module docstring)."""
-    return (finding.detector, finding.metric, finding.step_start)
 
 
 @dataclass
@@ -219,15 +107,14 @@ class _Log:
     last_step: int | None = None
     dirty: bool = False
     """Data arrived since the last analysis."""
-    analysed_points: int = 0
-    last_analysis_end: float = -math.inf
-    last_analysis_seconds: float = 0.0
-    pending: str | None = None
-    """An analysis is wanted for this reason, once the duty limit allows."""
+    schedule: Schedule = field(default_factory=Schedule)
     analysis: Analysis | None = None
-    reported: dict[tuple[str, str, int], Finding] = field(default_factory=dict)
-    checks: dict[str, _Check] = field(default_factory=dict)
-    analyses: int = 0
+    tracker: FindingTracker = field(default_factory=FindingTracker)
+
+    @property
+    def analyses(self) -> int:
+        """Full analyses run on this log so far."""
+        return self.schedule.analyses
 
 
 # --------------------------------------------------------------------------- the watcher
@@ -334,7 +221,8 @@ class Watcher:
         for target in self._targets():
             key = target.path.resolve()
             if key not in self.logs:
-                self.logs[key] = _Log(target)
+                schedule = Schedule(self.options.growth, self.options.duty)
+                self.logs[key] = _Log(target, schedule=schedule)
         events: list[FindingEvent] = []
         for log in self.logs.values():
             events.extend(self._poll_log(log, final))
@@ -365,20 +253,18 @@ class Watcher:
         reason = self._absorb(log, growth, now)
         if final:
             reason = "final"
-        elif reason is None and log.pending is not None:
-            allowed = log.last_analysis_end + self.options.duty * log.last_analysis_seconds
-            if now >= allowed:
-                reason = log.pending
+        elif reason is None:
+            reason = log.schedule.due(now)
         if reason is None:
             return []
         return self._analyse(log, reason, now)
 
     def _absorb(self, log: _Log, growth: Growth, now: float) -> str | None:
         """Take one poll's growth; return the reason to analyse now, if any (and note a
-        deferred one in `log.pending`)."""
+        deferred one in the schedule's `pending`)."""
+        schedule = log.schedule
         if growth.restarted:
-            log.analysed_points = 0
-            log.checks.clear()
+            schedule.restart()
             self.err_line(
                 f"{terminal_text(log.target.display)}: the log was replaced or "
                 "truncated: reading it again from the start"
@@ -389,31 +275,12 @@ class Watcher:
         if growth.last_step is not None:
             log.last_step = growth.last_step
         if not growth.points:
-            if log.dirty and log.pending is None:
-                log.pending = "idle"
+            if log.dirty and schedule.pending is None:
+                schedule.pending = "idle"
             return None
         self.last_growth = now
         log.dirty = True
-        urgent: str | None = None
-        alarm: str | None = None
-        for name, values in growth.fresh.items():
-            check = log.checks.get(name)
-            if check is None:
-                check = log.checks[name] = _Check(name)
-            first_nonfinite, reason = check.update(values)
-            if first_nonfinite and urgent is None:
-                urgent = f"{name} logged a non-finite value"
-            if reason and alarm is None:
-                alarm = reason
-        if log.analyses == 0 or log.analysed_points == 0:
-            return "first data"
-        if log.points >= log.analysed_points * (1.0 + self.options.growth):
-            return "growth"
-        if urgent:
-            return urgent
-        if alarm:
-            log.pending = alarm
-        return None
+        return schedule.feed(growth.fresh, log.points)
 
     def _analyse(self, log: _Log, reason: str, now: float) -> list[FindingEvent]:
         tail = log.tail
@@ -431,71 +298,31 @@ class Watcher:
                 self._problem(log, exc.problem)
             else:
                 log.problem = f"waiting: {exc.problem}"
-            log.pending = None
+            log.schedule.pending = None
             return []
-        finished = self.clock()
-        log.last_analysis_seconds = finished - started
-        log.last_analysis_end = finished
-        log.analysed_points = max(log.points, 1)
+        log.schedule.analysed(log.points, started, self.clock())
         log.dirty = False
-        log.pending = None
         log.analysis = analysis
-        log.analyses += 1
         return self._diff(log, analysis)
 
     def _analysis_of(self, run: Run, final: bool) -> Analysis:
         config = self.options.config
-        if final:
-            run.meta.pop("in_progress", None)
-        else:
-            # The log is still growing: detectors that judge "the end of the run" (a warmup
-            # that never ended) wait for the final analysis, which matches `analyze`.
-            run.meta["in_progress"] = True
+        live_run_meta(run.meta, final)
         return config.suppress(analyze(run, config.analysis_settings()))
 
     def _diff(self, log: _Log, analysis: Analysis) -> list[FindingEvent]:
         events: list[FindingEvent] = []
-        for finding in analysis.findings:
-            if finding.suppressed is not None:
-                continue
-            key = finding_key(finding)
-            previous = log.reported.get(key)
-            if previous is None:
-                previous = self._overlapping(log, finding)
-                if previous is not None:
-                    del log.reported[finding_key(previous)]
-            log.reported[key] = finding
-            if previous is None:
-                event = FindingEvent("new", log.target.display, finding)
-            elif (
-                # Only growth or a severity change is news: titles carry numbers (a ratio)
-                # that drift a little with every analysis of the same episode.
-                previous.step_end != finding.step_end or previous.severity != finding.severity
-            ):
-                rose = finding.severity > previous.severity
-                event = FindingEvent("updated", log.target.display, finding, rose)
-            else:
-                continue
+        for change in log.tracker.changes(analysis):
+            finding = change.finding
             if finding.severity < self.shown_from:
                 continue  # info notes (a converged tail) are kept for the summary, not printed
+            event = FindingEvent(change.kind, log.target.display, finding, change.severity_rose)
             events.append(event)
             self._emit(event)
             fail_on = self.options.fail_on
             if fail_on is not None and finding.severity >= fail_on:
                 self.failed = True
         return events
-
-    @staticmethod
-    def _overlapping(log: _Log, finding: Finding) -> Finding | None:
-        for old in log.reported.values():
-            if (
-                old.detector == finding.detector
-                and old.metric == finding.metric
-                and old.step_start <= finding.step_end
-                and finding.step_start <= old.step_end
-            ):
-                return old
-        return None
 
     # ---- output
 
