@@ -13,7 +13,8 @@ RUN_VENV := .venv-run
 RUN_STAMP := $(RUN_VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json
 
-.PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container lock
+.PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container lock \
+	test-integrations
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +96,14 @@ browser: $(STAMP)
 
 screenshot: $(STAMP)
 	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report.png
+
+# The transformers and Lightning callbacks with the real frameworks, training tiny models on
+# the CPU (tests/integrations). Installs the test-integrations extra (torch's CPU build,
+# transformers, accelerate, lightning: about 1.2 GB) into .venv; a missing framework then
+# fails instead of skipping.
+test-integrations: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,test-integrations]'
+	TRAINSPOTTER_REQUIRE_INTEGRATIONS=1 $(BIN)/python -m pytest -q tests/integrations
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

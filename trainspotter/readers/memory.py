@@ -48,16 +48,31 @@ INDEX_STEP = "step"
 """The name the index takes as the step column when it has no name."""
 
 
+def as_number(value: object) -> float | None:
+    """A number as a float (int, float, a numpy scalar, a one-element torch tensor), else
+    None (strings, booleans, lists and larger arrays are not numbers here)."""
+    if isinstance(value, bool | str):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    size = getattr(value, "size", 1)
+    numel = getattr(value, "numel", None)
+    if callable(numel):
+        size = numel()
+    if size != 1 or not hasattr(value, "__float__"):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _plain(value: object) -> object:
     """A record value as the JSON cell rules expect it: numpy/torch scalars as floats."""
-    if value is None or isinstance(value, str | bool | int | float | dict):
+    if value is None or isinstance(value, str | bool | dict):
         return value
-    if hasattr(value, "__float__") and getattr(value, "ndim", 0) == 0:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return value
-    return value
+    number = as_number(value)
+    return value if number is None else number
 
 
 def run_from_records(
@@ -132,4 +147,4 @@ def run_from_columns(
     return builder.build()
 
 
-__all__ = ["run_from_columns", "run_from_frame", "run_from_records"]
+__all__ = ["as_number", "run_from_columns", "run_from_frame", "run_from_records"]

@@ -1,0 +1,109 @@
+"""What both callbacks do with the metrics a framework logs: feed a `Monitor`, say each
+new finding in one line, decide whether to stop, and write the reports at the end.
+
+Every string that comes from the log (metric names, titles) goes through
+`report.escape.terminal_text` before it reaches the framework's logger.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from trainspotter.api import Analysis, ConfigLike
+from trainspotter.errors import TrainspotterError
+from trainspotter.model import Finding, Severity
+from trainspotter.monitor import Monitor
+from trainspotter.readers.memory import as_number
+from trainspotter.report.common import step_range
+from trainspotter.report.escape import terminal_text
+
+REPORT_STEM = "trainspotter-report"
+"""The reports are written as `<folder>/trainspotter-report.json` and `.html`."""
+
+
+def missing_framework(module: str, framework: str, extra: str) -> ImportError:
+    """The ImportError for an integration whose framework is not installed."""
+    return ImportError(
+        f"{module} needs {framework}, which is not installed: pip install 'trainspotter[{extra}]'"
+    )
+
+
+def finding_line(finding: Finding) -> str:
+    """One line for the framework's logger."""
+    return (
+        f"trainspotter: {finding.severity.label}: {terminal_text(finding.title)} "
+        f"({finding.detector}, {terminal_text(finding.metric)}, {step_range(finding)})"
+    )
+
+
+class LiveCheck:
+    """A Monitor plus the callbacks' options (see `TrainspotterCallback` in each module)."""
+
+    def __init__(
+        self,
+        config: ConfigLike = None,
+        *,
+        stop_on: Severity | str | None = None,
+        name: str = "training run",
+        write_reports: bool = True,
+        say: Callable[[Severity, str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.stop_on = Severity.parse(stop_on) if isinstance(stop_on, str) else stop_on
+        self.name = name
+        self.write_reports = write_reports
+        self.say = say
+        self.monitor = Monitor(config, name=name)
+        self.findings: list[Finding] = []
+        """Every finding reported so far, in the order reported."""
+        self.stopped_by: Finding | None = None
+        """The finding that asked the framework to stop, if one did."""
+
+    def start(self, max_steps: int | None) -> None:
+        """A new run: a fresh Monitor that knows the planned length (when positive)."""
+        planned = max_steps if max_steps is not None and max_steps > 0 else None
+        self.monitor = Monitor(self.config, name=self.name, max_steps=planned)
+        self.findings = []
+        self.stopped_by = None
+
+    def record(self, step: int, metrics: Mapping[str, object]) -> bool:
+        """Feed the numeric metrics logged at `step`; report what is news; return whether
+        training should stop (a finding at or above `stop_on`)."""
+        numbers = {
+            k: v for k, v in ((k, as_number(v)) for k, v in metrics.items()) if v is not None
+        }
+        if not numbers:
+            return False
+        news = self.monitor.log(step, wall_time=time.time(), **numbers)
+        stop = False
+        for finding in news:
+            self.findings.append(finding)
+            if self.say is not None:
+                self.say(finding.severity, finding_line(finding))
+            if self.stop_on is not None and finding.severity >= self.stop_on:
+                stop = True
+                if self.stopped_by is None:
+                    self.stopped_by = finding
+                    if self.say is not None:
+                        self.say(
+                            finding.severity,
+                            f"trainspotter: stopping training at step {step}: a finding at "
+                            f"or above {self.stop_on.label}",
+                        )
+        return stop
+
+    def finish(self, folder: str | Path | None) -> Analysis | None:
+        """The final analysis, with the JSON and HTML reports written into `folder` (when
+        given and `write_reports`); None when nothing was logged."""
+        try:
+            analysis = self.monitor.finish()
+        except TrainspotterError:
+            return None  # nothing logged: no report to write
+        if folder is not None and self.write_reports:
+            target = Path(folder)
+            target.mkdir(parents=True, exist_ok=True)
+            (target / f"{REPORT_STEM}.json").write_text(analysis.to_json(), encoding="utf-8")
+            (target / f"{REPORT_STEM}.html").write_text(analysis.to_html(), encoding="utf-8")
+        return analysis
