@@ -15,7 +15,9 @@ Cases (logs from `benchmarks/logs.py`, cached between runs):
    JSON Lines at 1M lines: json against orjson;
 4. `watch`: one poll after 100 rows are appended to a 1M-step log (each format), and the
    first poll (reading and analysing the whole log);
-5. 1,000 small runs (300 steps each) with `analyze --jobs 1` and `--jobs N`.
+5. 1,000 small runs (300 steps each) with `analyze --jobs 1` and `--jobs N`;
+6. `Monitor`: detection latency on the pathological examples, and the cost of
+   `Monitor.log` on a 1M-step run (benchmarks/bench_monitor.py; in this process).
 
 Options: `--quick` (no 1M-step cases, one repeat: a smoke test), `--repeat K`,
 `--json FILE` (also write the raw figures).
@@ -39,10 +41,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import logs  # noqa: E402  (benchmarks/logs.py, beside this file)
+from bench_monitor import case_monitor, monitor_table  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000)
 TB_TAGS = (("train/loss", "loss"), ("train/lr", "lr"), ("train/grad_norm", "grad_norm"))
-CASES = ("analyze", "profile", "readers", "watch", "batch")
+CASES = ("analyze", "profile", "readers", "watch", "batch", "monitor")
 Result = dict[str, float]
 
 
@@ -421,7 +424,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="no 1M-step cases, one repeat")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
-    parser.add_argument("--only", help="comma-separated cases: analyze,profile,readers,watch,batch")
+    parser.add_argument("--only", help=f"comma-separated cases: {','.join(CASES)}")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -437,11 +440,7 @@ def main() -> int:
         return 0
     times = 1 if args.quick else args.repeat
     sizes = SIZES[:2] if args.quick else SIZES
-    only = (
-        set(args.only.split(","))
-        if args.only
-        else {"analyze", "profile", "readers", "watch", "batch"}
-    )
+    only = set(args.only.split(",")) if args.only else set(CASES)
     results: dict[str, object] = {"machine": machine()}
     print("generating or reusing the logs in", logs.cache_dir(), file=sys.stderr)
     if "analyze" in only:
@@ -454,9 +453,14 @@ def main() -> int:
         results["watch"] = case_watch(times, args.quick)
     if "batch" in only:
         results["batch"] = case_batch(times, 100 if args.quick else 1000)
+    if "monitor" in only:
+        results["monitor"] = case_monitor(args.quick)
     for key in ("analyze", "readers", "watch", "batch"):
         results.setdefault(key, [])
-    print(table(results))
+    text = table(results)
+    if "monitor" in results:
+        text += "\n".join(monitor_table(results["monitor"])) + "\n"  # type: ignore[arg-type]
+    print(text)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
     return 0

@@ -131,3 +131,17 @@ def test_the_package_is_typed() -> None:
     assert set(trainspotter.__all__) >= {"analyze", "Analysis", "Monitor", "InputError"}
     for name in trainspotter.__all__:
         assert getattr(trainspotter, name) is not None
+
+
+def test_readme_snippets_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from readme_api import core_snippets
+
+    monkeypatch.chdir(REPO)
+    snippets = core_snippets()
+    assert len(snippets) >= 3
+    namespace: dict[str, object] = {}
+    for snippet in snippets:
+        exec(compile(snippet, "README.md", "exec"), namespace)
+    final = namespace["final"]
+    assert isinstance(final, trainspotter.Analysis)
+    assert any(f.detector == "divergence" for f in final.findings)
