@@ -102,7 +102,7 @@ screenshot: $(STAMP)
 # transformers, accelerate, lightning: about 1.2 GB) into .venv; a missing framework then
 # fails instead of skipping.
 test-integrations: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,test-integrations]'
+	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test,test-integrations]'
 	TRAINSPOTTER_REQUIRE_INTEGRATIONS=1 $(BIN)/python -m pytest -q tests/integrations
 
 bench: $(STAMP)

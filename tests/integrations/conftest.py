@@ -9,8 +9,11 @@ framework fails, so CI cannot pass by skipping them.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -23,3 +26,13 @@ def require(module: str) -> ModuleType:
         if os.environ.get("TRAINSPOTTER_REQUIRE_INTEGRATIONS") == "1":
             pytest.fail(f"{module} is required here but cannot be imported: {exc}")
         pytest.skip(f"{module} is not installed (pip install -e '.[test-integrations]')")
+
+
+def read_reports(folder: Path) -> dict[str, Any]:
+    """The JSON report a callback wrote into `folder`, after checking its HTML twin."""
+    html = (folder / "trainspotter-report.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    report: dict[str, Any] = json.loads(
+        (folder / "trainspotter-report.json").read_text(encoding="utf-8")
+    )
+    return report

@@ -4,7 +4,6 @@ untouched, and both write the reports into the logger's log_dir."""
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from integrations.conftest import require
+from integrations.conftest import read_reports, require
 
 torch = require("torch")
 pl = require("lightning.pytorch")
@@ -88,15 +87,6 @@ def _fit(root: Path, blow_up: bool) -> tuple[Any, Regression, TrainspotterCallba
     return trainer, model, spotter
 
 
-def _reports(folder: Path) -> dict[str, Any]:
-    html = (folder / "trainspotter-report.html").read_text(encoding="utf-8")
-    assert html.startswith("<!DOCTYPE html>")
-    report: dict[str, Any] = json.loads(
-        (folder / "trainspotter-report.json").read_text(encoding="utf-8")
-    )
-    return report
-
-
 def test_divergent_run_is_stopped_within_a_few_steps(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -110,7 +100,7 @@ def test_divergent_run_is_stopped_within_a_few_steps(
     limit = (nonfinite[0] if nonfinite else BLOWUP_STEP) + 3
     assert BLOWUP_STEP < stopped_at <= limit, (stopped_at, nonfinite[:3])
     assert any("trainspotter: stopping training" in r.getMessage() for r in caplog.records)
-    report = _reports(Path(trainer.log_dir))
+    report = read_reports(Path(trainer.log_dir))
     assert report["summary"]["max_severity"] == "error"
 
 
@@ -119,7 +109,7 @@ def test_healthy_run_finishes_untouched(tmp_path: Path) -> None:
     assert trainer.global_step == MAX_STEPS
     assert spotter.stopped_by is None
     assert spotter.analysis is not None
-    report = _reports(Path(trainer.log_dir))
+    report = read_reports(Path(trainer.log_dir))
     assert not any(f["severity"] == "error" for f in report["findings"])
     metrics = report["run"]["metrics"]
     assert metrics["train/loss"]["count"] == MAX_STEPS

@@ -4,12 +4,11 @@ finishes untouched, and both write the reports into output_dir."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from integrations.conftest import require
+from integrations.conftest import read_reports, require
 
 torch = require("torch")
 transformers = require("transformers")
@@ -92,15 +91,6 @@ def _train(output: Path, *extra: Any) -> tuple[Any, TrainspotterCallback, Record
     return trainer, spotter, recorder
 
 
-def _reports(output: Path) -> dict[str, Any]:
-    html = (output / "trainspotter-report.html").read_text(encoding="utf-8")
-    assert html.startswith("<!DOCTYPE html>")
-    report: dict[str, Any] = json.loads(
-        (output / "trainspotter-report.json").read_text(encoding="utf-8")
-    )
-    return report
-
-
 def test_divergent_run_is_stopped_within_a_few_logging_steps(tmp_path: Path) -> None:
     trainer, spotter, recorder = _train(tmp_path, LrBlowUp())
     stopped_at = trainer.state.global_step
@@ -115,7 +105,7 @@ def test_divergent_run_is_stopped_within_a_few_logging_steps(tmp_path: Path) -> 
     # Stopped within 3 logging steps (logging_steps=1) of the first NaN, or before any.
     limit = (nonfinite[0] if nonfinite else BLOWUP_STEP) + 3
     assert BLOWUP_STEP < stopped_at <= limit, (stopped_at, nonfinite[:3])
-    report = _reports(tmp_path)
+    report = read_reports(tmp_path)
     assert report["summary"]["max_severity"] == "error"
 
 
@@ -125,6 +115,6 @@ def test_healthy_run_finishes_untouched(tmp_path: Path) -> None:
     assert spotter.stopped_by is None
     assert spotter.analysis is not None
     assert spotter.analysis.worst is None or spotter.analysis.worst.label != "error"
-    report = _reports(tmp_path)
+    report = read_reports(tmp_path)
     assert not any(f["severity"] == "error" for f in report["findings"])
     assert report["run"]["metrics"]["train/loss"]["count"] == MAX_STEPS

@@ -107,3 +107,36 @@ class LiveCheck:
             (target / f"{REPORT_STEM}.json").write_text(analysis.to_json(), encoding="utf-8")
             (target / f"{REPORT_STEM}.html").write_text(analysis.to_html(), encoding="utf-8")
         return analysis
+
+
+class CallbackBase:
+    """What the framework callbacks share: their options (`config`, `stop_on`,
+    `write_reports`), the `LiveCheck`, and what they expose after training (`findings`,
+    `stopped_by`, `analysis`). A subclass sets `say`: how a line reaches its logger."""
+
+    @staticmethod
+    def say(severity: Severity, line: str) -> None:
+        """Write one line to the framework's logger."""
+
+    def __init__(
+        self,
+        config: ConfigLike = None,
+        *,
+        stop_on: Severity | str | None = None,
+        write_reports: bool = True,
+    ) -> None:
+        self.live = LiveCheck(
+            config, stop_on=stop_on, write_reports=write_reports, say=type(self).say
+        )
+        self.analysis: Analysis | None = None
+        """The final analysis, after training ended."""
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings reported while training, in the order reported."""
+        return self.live.findings
+
+    @property
+    def stopped_by(self) -> Finding | None:
+        """The finding that stopped training, if one did."""
+        return self.live.stopped_by

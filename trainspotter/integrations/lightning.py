@@ -23,9 +23,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from trainspotter.api import Analysis, ConfigLike
-from trainspotter.integrations._live import LiveCheck, missing_framework
-from trainspotter.model import Finding, Severity
+from trainspotter.integrations._live import CallbackBase, missing_framework
+from trainspotter.model import Severity
 
 try:
     from lightning.pytorch import Callback
@@ -39,34 +38,16 @@ def _say(severity: Severity, line: str) -> None:
     logger.log(logging.WARNING if severity >= Severity.WARNING else logging.INFO, line)
 
 
-class TrainspotterCallback(Callback):
+class TrainspotterCallback(CallbackBase, Callback):
     """Run trainspotter on the metrics a LightningModule logs (see the module docstring).
 
     `config`: a trainspotter Config, the path of a `.trainspotter.yml`, or None for the
     defaults. `stop_on`: stop training at the first finding at or above this severity;
     None only reports. `write_reports`: write the JSON and HTML reports at the end."""
 
-    def __init__(
-        self,
-        config: ConfigLike = None,
-        *,
-        stop_on: Severity | str | None = None,
-        write_reports: bool = True,
-    ) -> None:
-        self.live = LiveCheck(config, stop_on=stop_on, write_reports=write_reports, say=_say)
-        self.analysis: Analysis | None = None
-        """The final analysis, after fitting ended."""
-        self._seen: dict[str, object] = {}
-
-    @property
-    def findings(self) -> list[Finding]:
-        """The findings reported while training, in the order reported."""
-        return self.live.findings
-
-    @property
-    def stopped_by(self) -> Finding | None:
-        """The finding that stopped training, if one did."""
-        return self.live.stopped_by
+    say = staticmethod(_say)
+    _seen: dict[str, object]
+    """Each metric's value object when last recorded (set when fitting starts)."""
 
     @staticmethod
     def _folder(trainer: Any) -> Path:
@@ -80,6 +61,8 @@ class TrainspotterCallback(Callback):
         self._seen = {}
 
     def _look(self, trainer: Any) -> None:
+        if not hasattr(self, "_seen"):
+            return  # not fitting (a bare `trainer.validate()`): nothing to follow
         fresh: dict[str, object] = {}
         for name, value in trainer.callback_metrics.items():
             if self._seen.get(name) is not value:

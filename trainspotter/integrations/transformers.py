@@ -23,9 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainspotter.api import Analysis, ConfigLike
-from trainspotter.integrations._live import LiveCheck, missing_framework
-from trainspotter.model import Finding, Severity
+from trainspotter.integrations._live import CallbackBase, missing_framework
+from trainspotter.model import Severity
 from trainspotter.readers.hf import hf_spelling, is_summary_entry
 
 try:
@@ -44,7 +43,7 @@ def _say(severity: Severity, line: str) -> None:
         logger.info(line)
 
 
-class TrainspotterCallback(TrainerCallback):
+class TrainspotterCallback(CallbackBase, TrainerCallback):
     """Run trainspotter on the Trainer's logs (see the module docstring).
 
     `config`: a trainspotter Config, the path of a `.trainspotter.yml`, or None for the
@@ -52,26 +51,7 @@ class TrainspotterCallback(TrainerCallback):
     (`"error"`, `"warning"`, `"info"`); None only reports. `write_reports`: write the JSON
     and HTML reports into `output_dir` at the end."""
 
-    def __init__(
-        self,
-        config: ConfigLike = None,
-        *,
-        stop_on: Severity | str | None = None,
-        write_reports: bool = True,
-    ) -> None:
-        self.live = LiveCheck(config, stop_on=stop_on, write_reports=write_reports, say=_say)
-        self.analysis: Analysis | None = None
-        """The final analysis, after training ended."""
-
-    @property
-    def findings(self) -> list[Finding]:
-        """The findings reported while training, in the order reported."""
-        return self.live.findings
-
-    @property
-    def stopped_by(self) -> Finding | None:
-        """The finding that stopped training, if one did."""
-        return self.live.stopped_by
+    say = staticmethod(_say)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.live.name = str(args.output_dir)
