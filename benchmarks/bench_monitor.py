@@ -54,7 +54,8 @@ def latency() -> list[dict[str, Any]]:
         # The log that shows every pathology (a throughput drop needs wall times).
         shown = [p.get("visible_in", []) for p in example["pathologies"]]
         log = next((v[0] for v in shown if v and "trainer_state.json" not in v), None)
-        run = trainspotter.analyze(REPO / "examples" / name / (log or "trainer_state.json")).run
+        log = log or example["files"][0].rstrip("/")
+        run = trainspotter.analyze(REPO / "examples" / name / log).run
         monitor = trainspotter.Monitor(max_steps=run.meta.get("max_steps"))
         news = [(point.step, f) for point in replay(run, monitor) for f in point.news]
         final = monitor.finish()
