@@ -162,7 +162,8 @@ def test_converged_suggests_an_early_stop_only_when_the_eval_loss_agrees() -> No
     (f,) = _detect(_converging_run(eval_floor_step=1800))
     best = int(f.evidence["eval_loss_min_step"])
     assert f.severity is Severity.INFO and best == 1800
-    assert f"could have stopped near step {max(best, f.step_start)}" in f.fixes[0]
+    # The step named is the best evaluation's, the checkpoint worth keeping (issue 10 class 7).
+    assert f"could have stopped near step {best}," in f.fixes[0]
 
 
 def test_converged_with_the_eval_loss_still_improving_says_so() -> None:
@@ -173,4 +174,6 @@ def test_converged_with_the_eval_loss_still_improving_says_so() -> None:
 
 def test_converged_without_an_eval_loss_keeps_the_hedge() -> None:
     (f,) = _detect(_converging_run(eval_floor_step=None))
-    assert "if the eval metric agrees" in f.fixes[0] and "eval_loss_min" not in f.evidence
+    assert "If the eval metric stopped improving" in f.fixes[0]
+    assert "eval_loss_min" not in f.evidence
+    assert "nothing is wrong" not in " ".join((f.message, *f.fixes)).lower()

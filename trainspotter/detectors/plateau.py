@@ -15,6 +15,10 @@ NAME = "plateau"
 SMOOTH_FRACTION = 0.1
 """The smoothing window, as a fraction of the points: wide enough to shed minibatch noise."""
 
+MONOTONE_TAU = 0.6
+"""A Kendall tau at or below -0.6 (80% of pairs in falling order) is a falling curve even
+when the autocorrelation-corrected p-value is not small (as `stats.Change.falling`)."""
+
 EVAL_SETTLED_FRACTION = 0.25
 """A converged run "could have stopped" only when the eval loss's minimum comes before the
 flat stretch or within this first fraction of it (otherwise the eval loss was still
@@ -281,10 +285,11 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
     never_learned = (
         plateau.start_level - plateau.best_level < params.not_learning_drop * ctx.start_abs
     )
-    if plateau.improvement < params.not_learning_drop * ctx.start_abs and never_learned:
-        whole = stats.trend_test(x, y)
-        rising = whole is not None and whole.z > 0 and whole.p_value < params.alpha
-        verdict = None if rising else _not_learning(ctx, params)  # rising: divergence's
+    whole = stats.trend_test(x, y)
+    rising = whole is not None and whole.z > 0 and whole.p_value < params.alpha
+    small_change = plateau.improvement < params.not_learning_drop * ctx.start_abs
+    if small_change and never_learned and not _falling(whole, params.alpha):
+        verdict = None if rising else _not_learning(ctx, params, x, y)  # rising: divergence's
     elif plateau.flat_fraction < params.min_flat_fraction or plateau.improvement <= 0:
         verdict = None  # too short to matter, or ended above its start (divergence's)
     else:
@@ -309,14 +314,36 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
     )
 
 
-def _not_learning(ctx: _Context, params: PlateauParams) -> _Verdict:
+def _falling(trend: stats.Trend | None, alpha: float) -> bool:
+    """A significant downward trend, or a near-monotone one: the autocorrelation correction
+    blunts the p-value of a curve so smooth that its detrended ranks look correlated."""
+    if trend is None or trend.tau >= 0:
+        return False
+    return trend.p_value < alpha or trend.tau <= -MONOTONE_TAU
+
+
+def _change_words(first: float, last: float) -> str:
+    """"ended 3.7% higher" / "ended 4.2% lower": the sign lives in the word."""
+    if first == 0:
+        return f"ended at {_fmt(last)}"
+    pct = 100 * (last - first) / abs(first)
+    return f"ended {_fmt(abs(pct))}% {'higher' if pct > 0 else 'lower'}"
+
+
+def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatArray) -> _Verdict:
     p = ctx.plateau
-    drop = 100 * p.improvement / ctx.start_abs if ctx.start_abs > 0 else 0.0
     message = (
-        f"{ctx.name} went from {_fmt(p.start_level)} to {_fmt(p.flat_level)} over steps "
-        f"{ctx.first}-{ctx.last}: {_fmt(drop)}% lower, under the "
-        f"{_fmt(100 * params.not_learning_drop)}% a learning run shows."
+        f"{ctx.name} was {_fmt(float(y[0]))} at step {ctx.first} and {_fmt(float(y[-1]))} at "
+        f"step {ctx.last} (smoothed: {_fmt(p.start_level)} -> {_fmt(p.flat_level)}, "
+        f"{_change_words(p.start_level, p.flat_level)}), with no significant downward trend "
+        f"over its {y.size} logged points: never {_fmt(100 * params.not_learning_drop)}% below "
+        "where it started."
     )
+    if ctx.first > 0:
+        message += (
+            f" The log starts at step {ctx.first}: any drop before that is not in this log, so "
+            f"this says the loss did not improve over steps {ctx.first}-{ctx.last}."
+        )
     if ctx.has_lr:
         message += f" The peak LR was {_fmt(ctx.peak_lr)}."
     fixes = (
@@ -423,13 +450,15 @@ def _stalled(ctx: _Context, params: PlateauParams) -> _Verdict | None:
 
 
 def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> str:
-    """Could the run have stopped where the train loss went flat? Only if the eval loss (when
-    logged) stopped improving too: its minimum before the flat stretch or early in it."""
+    """Could the run have stopped early? Only if the eval loss (when logged) stopped
+    improving: its minimum before the flat stretch or early in it. The step named is the
+    best evaluation's, the checkpoint worth keeping. Never "nothing is wrong": this note
+    sees only its own loss, and the same report may warn about something else."""
     p = ctx.plateau
     if ctx.eval_y.size < 3 or float(ctx.eval_x[0]) > p.start_step:
         return (
-            "Nothing is wrong; if the eval metric agrees, the run could have stopped near step "
-            f"{p.start_step}."
+            f"If the eval metric stopped improving by step {p.start_step} too, the run could "
+            f"have stopped near step {p.start_step}."
         )
     i = int(np.argmin(ctx.eval_y))
     best_step, best = int(ctx.eval_x[i]), float(ctx.eval_y[i])
@@ -437,31 +466,40 @@ def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> st
     evidence["eval_loss_min_step"] = best_step
     lowest = f"lowest {_fmt(best)} at step {best_step}"
     if best_step <= p.start_step + EVAL_SETTLED_FRACTION * (ctx.last - p.start_step):
-        when = "by then" if best_step <= p.start_step else "soon after"
+        when = "before the train loss went flat" if best_step <= p.start_step else "soon after"
         return (
-            f"Nothing is wrong; {EVAL_LOSS} had stopped improving {when} ({lowest}), so the "
-            f"run could have stopped near step {max(p.start_step, best_step)}."
+            f"{EVAL_LOSS} had stopped improving {when} ({lowest}): the run could have stopped "
+            f"near step {best_step}, the best evaluation."
         )
-    return f"Nothing is wrong: {EVAL_LOSS} was still improving ({lowest})."
+    return f"{EVAL_LOSS} was still improving ({lowest}): keep training or keep that checkpoint."
 
 
 def _converged(
     ctx: _Context, params: PlateauParams, evidence: dict[str, float | int | str]
 ) -> _Verdict:
     p = ctx.plateau
-    message = f"{ctx.flat_text}, after falling from {_fmt(p.start_level)}."
-    if _annealed_run(ctx, params):
+    message = f"{ctx.flat_text}, after falling from {_fmt(p.start_level)} (smoothed)."
+    title = f"{ctx.name} converged: flat since step {p.start_step}"
+    if p.still_falling:
         message += (
-            f" The LR was being annealed ({_fmt(ctx.lr_at(p.start_step))} when the loss went "
-            f"flat, {_fmt(float(ctx.lr_y[-1]))} at the end): the flat end of a deliberate "
-            "schedule is convergence, not a stall."
+            " It is still creeping down (a significant downward trend over the flat "
+            "stretch): less than a tenth of its total gain, but not finished."
         )
+        title = f"{ctx.name} nearly flat since step {p.start_step}, still falling slowly"
+    if _annealed_run(ctx, params):
+        lr_then, lr_end = ctx.lr_at(p.start_step), float(ctx.lr_y[-1])
+        message += (
+            f" The LR was annealed to {_fmt(lr_end)} by the end (peak {_fmt(ctx.peak_lr)}, "
+            f"{_fmt(lr_then)} at step {p.start_step} when the loss went flat): the flat end "
+            "of a deliberate schedule is convergence, not a stall."
+        )
+        if lr_then >= 0.5 * ctx.peak_lr:
+            message += " The loss went flat while the LR was still near its peak, before the decay."
     fixes = (
         _early_stop_fix(ctx, evidence),
         "If a lower loss is expected, a larger model or more data (not more steps) is the "
         "usual next step.",
     )
-    title = f"{ctx.name} converged: flat since step {p.start_step}"
     return Severity.INFO, title, message, fixes, p.start_step
 
 
