@@ -37,6 +37,24 @@ class EvalNoiseParams:
     """...and make it a warning from this fraction on."""
 
 
+_HIGHER_IS_BETTER = re.compile(
+    r"acc|f1|precision|recall|bleu|rouge|auc|mcc|exact|match|score|iou|dice|map|meteor|chrf|"
+    r"reward|top1|top5"
+)
+_LOWER_IS_BETTER = re.compile(r"loss|wer|cer|perplexity|ppl|error|mae|mse|rmse")
+
+
+def higher_is_better(metric: str) -> bool | None:
+    """True for an accuracy-like metric, False for a loss- or error-like one, None when the
+    name does not say (the lower-is-better words win: `error_rate_score` is an error)."""
+    lowered = metric.lower()
+    if names.is_loss_like(metric) or _LOWER_IS_BETTER.search(lowered):
+        return False
+    if _HIGHER_IS_BETTER.search(lowered):
+        return True
+    return None
+
+
 def is_quality_metric(metric: str) -> bool:
     """An eval metric that measures model quality (loss, accuracy, F1, WER, BLEU, ...)."""
     lowered = metric.lower()

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainspotter.detectors import stats
+from trainspotter.detectors import stats, stuck
+from trainspotter.detectors.eval_noise import is_quality_metric
 from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
 
@@ -49,6 +50,14 @@ class PlateauParams:
     """An LR below this fraction of its peak when the loss went flat was being annealed."""
     alpha: float = 0.05
     """Significance level of the "still falling" trend test on the flat stretch."""
+    min_constant_points: int = 3
+    """A loss or eval metric that repeats one exact value over at least this many points
+    is stuck (a dead model or a metric not computed from the model)..."""
+    min_constant_fraction: float = 0.5
+    """...and, for a loss, over at least this fraction of its points (other eval metrics:
+    all of them)."""
+    constant_tolerance: float = 1e-6
+    """"Exact": within this fraction of the value (float32 round-off, not a change)."""
 
 
 @dataclass(frozen=True)
@@ -145,8 +154,22 @@ class PlateauDetector:
     def detect(self, run: Run, params: PlateauParams) -> list[Finding]:
         """At most one finding per watched loss: the run's flat tail, judged."""
         findings: list[Finding] = []
-        for name in _watched_losses(run):
-            finding = _judge(run, name, params)
+        watched = _watched_losses(run)
+        for name in [*watched, *(m for m in sorted(run.metrics) if m not in watched)]:
+            if name not in watched and not is_quality_metric(name):
+                continue
+            x, y = stats.finite_xy(run.metrics[name].steps, run.metrics[name].values)
+            finding = stuck.stuck_finding(
+                NAME,
+                name,
+                x,
+                y,
+                min_points=params.min_constant_points,
+                min_fraction=params.min_constant_fraction,
+                tolerance=params.constant_tolerance,
+            )
+            if finding is None and name in watched:
+                finding = _judge(run, name, params)
             if finding is not None:
                 findings.append(finding)
         return findings
@@ -468,10 +491,10 @@ def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> st
     if best_step <= p.start_step + EVAL_SETTLED_FRACTION * (ctx.last - p.start_step):
         when = "before the train loss went flat" if best_step <= p.start_step else "soon after"
         return (
-            f"{EVAL_LOSS} had stopped improving {when} ({lowest}): the run could have stopped "
-            f"near step {best_step}, the best evaluation."
+            f"The eval loss ({EVAL_LOSS}) had stopped improving {when} ({lowest}): the run "
+            f"could have stopped near step {best_step}, the best evaluation."
         )
-    return f"{EVAL_LOSS} was still improving ({lowest}): keep training or keep that checkpoint."
+    return f"The eval loss ({EVAL_LOSS}) was still improving ({lowest}): keep that checkpoint."
 
 
 def _converged(

@@ -1,0 +1,134 @@
+"""The plateau detector's stuck-metric check: a loss or eval metric that repeats one exact
+value (a dead model, or a metric not computed from the model's output).
+
+A separate module because it shares nothing with the flat-tail judgement but the detector
+id: it needs 3 points, not 12, and reads exact repeats, not smoothed levels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainspotter import names
+from trainspotter.detectors import stats
+from trainspotter.detectors.eval_noise import higher_is_better
+from trainspotter.model import Finding, FloatArray, Severity
+
+MIN_DIGITS = 3
+"""A repeated value must show at least this many significant digits as logged (0.72414,
+0.4874342): a value with fewer (0.0, 1.0, 0.95, a loss rounded to 0.0001) repeats by
+rounding or by saturation, not because nothing changed."""
+
+
+def significant_digits(value: float) -> int:
+    """Significant digits of `value` as it was most likely logged: the shortest text that
+    round-trips, in float32 when the value is a float32 (TensorBoard, Keras), so 0.95
+    logged as float32 counts 2 digits, not 16."""
+    single = np.float32(value)
+    if float(single) == value:
+        text = np.format_float_positional(single, unique=True, trim="-")
+    else:
+        text = np.format_float_positional(value, unique=True, trim="-")
+    return len(text.lstrip("-").replace(".", "").strip("0"))
+
+
+def constant_tail(y: FloatArray, tolerance: float) -> int:
+    """How many of the last points of `y` equal its last value within `tolerance` of that
+    value's magnitude (float32 round-off of one value, not a change)."""
+    last = float(y[-1])
+    same = np.abs(y - last) <= tolerance * abs(last)
+    start = stats.final_run_start(same)
+    return 0 if start is None else int(y.size - start)
+
+
+def _worse_than_best(metric: str, y: FloatArray, value: float) -> bool:
+    """Whether `value` is worse than the best logged value of `metric` (by its name's
+    direction; False when the name does not say)."""
+    higher = higher_is_better(metric)
+    if higher is None:
+        return False
+    return value < float(y.max()) if higher else value > float(y.min())
+
+
+def stuck_finding(
+    detector: str,
+    metric: str,
+    x: FloatArray,
+    y: FloatArray,
+    *,
+    min_points: int,
+    min_fraction: float,
+    tolerance: float,
+) -> Finding | None:
+    """A warning when `metric` ends on an exact repeat of one value over at least
+    `min_points` points and `min_fraction` of its points. Another eval metric (an accuracy)
+    must also repeat a value worse than its best, or repeat over all its points: on a small
+    eval set an accuracy may settle at its best once converged; one that never moved, or
+    fell to one value and stayed there, did not measure a learning model."""
+    if y.size < min_points:
+        return None
+    value = float(y[-1])
+    if significant_digits(value) < MIN_DIGITS:
+        return None
+    count = constant_tail(y, tolerance)
+    is_loss = names.is_loss_like(metric)
+    if count < max(min_points, int(np.ceil(min_fraction * y.size))):
+        return None
+    if not is_loss and count < y.size and not _worse_than_best(metric, y, value):
+        return None  # an accuracy that settled at its best: converged, not stuck
+    since = int(x[y.size - count])
+    whole = count == y.size
+    where = (
+        f"at all {count} logged points (steps {since}-{int(x[-1])})"
+        if whole
+        else f"at its last {count} of {y.size} logged points (steps {since}-{int(x[-1])})"
+    )
+    if names.is_eval(metric) and not is_loss:
+        meaning = (
+            "an eval metric that stops moving did not measure a changing model: the model "
+            "predicts the same thing for every example (a constant accuracy is often the "
+            "majority-class share) or the metric is not computed from the model's output."
+        )
+        fixes: tuple[str, ...] = (
+            f"Check what {metric} is computed from: the model's predictions on the eval set, "
+            "after the forward pass, with the right argmax/threshold.",
+            "Compare it with the class balance of the eval set: a model that predicts the "
+            "majority class for everything scores exactly that share.",
+            "Check that the loss falls: if it does not either, the model is not learning "
+            "(frozen parameters, an LR of 0, labels that do not match inputs).",
+        )
+    else:
+        meaning = (
+            "a loss that does not change at all is a dead model: zero gradients (frozen or "
+            "disconnected parameters, an LR of 0, saturated units, a loss computed from "
+            "constants) or a logger that repeats a stale value."
+        )
+        fixes = (
+            "Check that the optimiser is given the model's parameters, that they require "
+            "gradients and that the LR is not 0.",
+            "Print the gradient norm for one batch: exactly 0 means the loss does not depend "
+            "on the weights (a detached tensor, a constant output, dead ReLUs).",
+            "Check that the logged value is recomputed every step, not a stale variable.",
+        )
+    few = (
+        f" This rests on {count} points; an exact repeat is not noise, but a longer log "
+        "would show whether it persists."
+        if count < 2 * min_points + 1
+        else ""
+    )
+    return Finding(
+        detector=detector,
+        title=f"{metric} is stuck at exactly {value:.6g}",
+        severity=Severity.WARNING,
+        metric=metric,
+        step_start=since,
+        step_end=int(x[-1]),
+        message=f"{metric} is {value:.7g} {where}: {meaning}{few}",
+        evidence={
+            "constant_value": value,
+            "constant_points": count,
+            "logged_points": int(y.size),
+            "constant_since_step": since,
+        },
+        fixes=fixes,
+    )
