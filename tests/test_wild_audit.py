@@ -108,14 +108,12 @@ MISSES = [
         "keras/008",
         "overfitting",
         r"eval/loss",
-        open_in="issue 10 class 5: large effect, few points",
     ),
     Expect(
         "miss hf/002 (eval loss doubled)",
         "hf/002",
         ("overfitting", "divergence"),
         r"eval/loss",
-        open_in="issue 10 class 6",
     ),
     Expect(
         "miss csv/004 (constant val_acc)",

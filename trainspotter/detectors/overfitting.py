@@ -9,7 +9,8 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.detectors.eval_noise import higher_is_better, is_quality_metric
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "overfitting"
 
@@ -33,6 +34,12 @@ class OverfittingParams:
     minimum."""
     trend_alpha: float = 0.05
     """Significance of the Mann-Kendall tests (rise of eval, fall of train)."""
+    few_points_rise: float = 0.25
+    """Below `min_eval_points`, a rise of at least this fraction of the minimum, growing at
+    every evaluation after it, is still reported (a large effect needs fewer points)."""
+    large_rise: float = 0.5
+    """A rise of at least this fraction of the minimum is reported whatever the train loss
+    did (or without one): the run ends on a much worse model than its best."""
 
 
 class OverfittingDetector:
@@ -95,10 +102,8 @@ class OverfittingDetector:
     Params = OverfittingParams
 
     def detect(self, run: Run, params: OverfittingParams) -> list[Finding]:
-        """One finding per loss-like eval metric that overfits."""
+        """One finding per loss-like eval metric that overfits or got much worse."""
         train = run.metrics.get(names.TRAIN_LOSS)
-        if train is None:
-            return []
         findings = []
         for metric in sorted(run.metrics):
             if metric == names.TRAIN_LOSS or not (
@@ -106,18 +111,37 @@ class OverfittingDetector:
             ):
                 continue
             with np.errstate(all="ignore"):  # huge logged values may overflow: harmless
-                finding = _check(metric, run.metrics[metric], train, params)
+                finding = _check(run, metric, train, params)
             if finding is not None:
                 findings.append(finding)
         return findings
 
 
-def _check(metric: str, evals: Series, train: Series, params: OverfittingParams) -> Finding | None:
-    """The overfitting finding for one eval metric, or None."""
-    x, y = stats.finite_xy(evals.steps, evals.values)
+@dataclass(frozen=True)
+class _Rise:
+    """How an eval loss rose from its (smoothed) minimum."""
+
+    k: int
+    """Index of the smoothed minimum."""
+    width: int
+    min_level: float
+    end_level: float
+    sigma: float
+    level: float
+    after: int
+    """Evaluations after the minimum."""
+    few: bool
+    """Judged on the few-points rule (a large effect on fewer than `min_eval_points`)."""
+
+    @property
+    def rise(self) -> float:
+        return self.end_level - self.min_level
+
+
+def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | None:
+    """The rise an eval loss made from its minimum, if it is consistent and not falling
+    again; None otherwise."""
     n = int(y.size)
-    if n < max(params.min_eval_points, 3):
-        return None
     # Below 7 points a 3-point median mostly averages the two edge points: use the raw
     # values, and let the rise, noise and consistency checks carry the caution.
     width = stats.window_points(n, params.smoothing_fraction, 3, 51) | 1 if n >= 7 else 1
@@ -127,11 +151,24 @@ def _check(metric: str, evals: Series, train: Series, params: OverfittingParams)
     if after.size < params.min_points_after_min:
         return None
     min_level = float(smooth[k])
-    tail = after[after.size // 2 :] if after.size >= 4 else after
-    end_level = float(np.median(tail))
-    rise = end_level - min_level
-    sigma = stats.noise_scale(y)
     level = abs(min_level) if min_level != 0 else stats.level_scale(y)
+    # The noise of the stretch being judged: a steep early descent (or a first-epoch
+    # BatchNorm transient) before the minimum would inflate it.
+    sigma = stats.noise_scale(y[k:] if y.size - k >= 5 else y)
+    rising_every_time = bool(np.all(np.diff(y[k:]) > 0))
+    if n < params.min_eval_points:
+        # Few evaluations: only a large effect, still growing at the last evaluation.
+        end = float(y[-1])
+        if not rising_every_time or end - min_level < params.few_points_rise * level:
+            return None
+        return _Rise(k, width, min_level, end, sigma, level, int(after.size), few=True)
+    # Rising at every evaluation after the minimum: no noise to shed, the end is the last
+    # value. Otherwise the median of the later half of the post-minimum evaluations.
+    if rising_every_time and after.size >= 3:
+        end_level = float(y[-1])
+    else:
+        end_level = float(np.median(after[after.size // 2 :] if after.size >= 4 else after))
+    rise = end_level - min_level
     if rise <= 0 or rise < max(params.min_relative_rise * level, params.noise_multiple * sigma):
         return None
     if float(np.mean(after > min_level + rise / 4)) < params.min_fraction_above:
@@ -139,32 +176,133 @@ def _check(metric: str, evals: Series, train: Series, params: OverfittingParams)
     trend = stats.trend_test(x[k:], y[k:])
     if trend is not None and trend.tau < 0 and trend.p_value < params.trend_alpha:
         return None
-    change = stats.change_over(train.steps, train.values, float(x[k]), float(x[-1]))
-    if change is None or not change.falling(params.trend_alpha):
-        return None
+    return _Rise(k, width, min_level, end_level, sigma, level, int(after.size), few=False)
 
+
+def _raw_at(series: Series, step: float) -> tuple[int, float] | None:
+    """The last finite (step, value) of `series` at or before `step` (the first one when
+    none is before it)."""
+    x, y = stats.finite_xy(series.steps, series.values)
+    if y.size == 0:
+        return None
+    i = max(int(np.searchsorted(x, step, side="right")) - 1, 0)
+    return int(x[i]), float(y[i])
+
+
+def _other_best(run: Run, metric: str, best_step: int) -> tuple[str, int, float] | None:
+    """Another logged eval quality metric (accuracy, F1, WER, ...) whose best evaluation is
+    at a different step than the eval loss's: (name, step, value)."""
+    for other in sorted(run.metrics):
+        if other == metric or not is_quality_metric(other) or names.is_loss_like(other):
+            continue
+        higher = higher_is_better(other)
+        x, y = stats.finite_xy(run.metrics[other].steps, run.metrics[other].values)
+        if higher is None or y.size < 2:
+            continue
+        i = int(np.argmax(y) if higher else np.argmin(y))
+        if int(x[i]) != best_step:
+            return other, int(x[i]), float(y[i])
+    return None
+
+
+def _keep_best_fix(run: Run, metric: str, step: int, value: float) -> str:
+    """Keep the best checkpoint, in the words of the log's framework."""
+    head = f"Load the checkpoint at step {step} (best {metric} {value:.4g}), or keep the best "
+    if run.source_format == "hf":
+        how = "automatically (transformers: load_best_model_at_end=True with metric_for_best_model)"
+    elif run.source_format == "lightning":
+        how = "automatically (Lightning: ModelCheckpoint(monitor=..., mode='min', save_top_k=1))"
+    elif run.source_format == "csv" and run.meta.get("step_column") == "epoch":
+        how = (
+            "automatically (Keras: ModelCheckpoint(save_best_only=True) or "
+            "EarlyStopping(restore_best_weights=True))"
+        )
+    else:
+        how = "checkpoint automatically (save whenever the monitored eval metric improves)"
+    return head + how
+
+
+def _check(
+    run: Run, metric: str, train: Series | None, params: OverfittingParams
+) -> Finding | None:
+    """The finding for one eval loss: overfitting (rising while the train loss falls), or a
+    large rise whatever the train loss did; None otherwise."""
+    x, y = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
+    if y.size < 3:
+        return None
+    shape = _rise(x, y, params)
+    if shape is None:
+        return None
+    k = shape.k
+    change = (
+        stats.change_over(train.steps, train.values, float(x[k]), float(x[-1]))
+        if train is not None
+        else None
+    )
+    train_falls = change is not None and change.falling(params.trend_alpha)
+    large = shape.level > 0 and shape.rise >= params.large_rise * shape.level
+    if not train_falls and not large:
+        return None
     best = int(np.argmin(y))
     best_step, best_value = int(x[best]), float(y[best])
     # The episode starts at the lowest raw evaluation of the smoothed valley: the
     # checkpoint a user would go back to.
-    lo, hi = max(k - width // 2, 0), k + width // 2 + 1
+    lo, hi = max(k - shape.width // 2, 0), k + shape.width // 2 + 1
     onset = lo + int(np.argmin(y[lo:hi]))
-    rise_pct = 100.0 * rise / level if level > 0 else math.inf
+    rise_pct = 100.0 * shape.rise / shape.level if shape.level > 0 else math.inf
+    sigma = shape.sigma
     noise_text = (
-        f"{rise / sigma:.1f}x its point-to-point noise {sigma:.3g}"
+        f"{shape.rise / sigma:.1f}x its point-to-point noise {sigma:.3g}"
         if sigma > 0
         else "its evaluations show no jitter"
     )
-    message = (
-        f"{metric} bottomed out at {min_level:.4g} (smoothed) around step {int(x[k])} and "
-        f"has since risen to {end_level:.4g} (+{rise_pct:.0f}%, {noise_text}) over "
-        f"{after.size} evaluations, while {names.TRAIN_LOSS} kept falling from "
-        f"{change.start_level:.4g} to {change.end_level:.4g} over the same steps. "
-        f"The best evaluation was {best_value:.4g} at step {best_step}."
+    smoothed = " (smoothed)" if shape.width > 1 else ""
+    end_word = "the last evaluation" if shape.few or shape.end_level == float(y[-1]) else (
+        "the median of the later evaluations"
     )
+    message = (
+        f"{metric} bottomed out at {shape.min_level:.4g}{smoothed} at step {int(x[k])} and "
+        f"has since risen to {shape.end_level:.4g} ({end_word}; +{rise_pct:.0f}%, "
+        f"{noise_text}) over {shape.after} evaluations"
+    )
+    raw_from = _raw_at(train, float(x[k])) if train is not None else None
+    raw_to = _raw_at(train, float(x[-1])) if train is not None else None
+    if train_falls and raw_from and raw_to:
+        message += (
+            f", while {names.TRAIN_LOSS} kept falling ({raw_from[1]:.4g} at step {raw_from[0]}, "
+            f"{raw_to[1]:.4g} at step {raw_to[0]})."
+        )
+        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
+    else:
+        did = (
+            f"did not keep falling ({raw_from[1]:.4g} at step {raw_from[0]}, {raw_to[1]:.4g} "
+            f"at step {raw_to[0]})"
+            if raw_from and raw_to
+            else "is not logged"
+        )
+        message += (
+            f", while {names.TRAIN_LOSS} {did}: not the textbook overfitting signature, but "
+            f"the model the run ends with is much worse on the eval set than its best."
+        )
+        title = f"{metric} rose {rise_pct:.0f}% above its best and stayed there"
+    message += f" The best evaluation was {best_value:.4g} at step {best_step}."
+    if shape.few:
+        message += (
+            f" This rests on only {y.size} evaluations: a rise this large is hard to get by "
+            "chance, but one more evaluation would tell a trend from a one-off bump."
+        )
+    other = _other_best(run, metric, best_step)
+    if other is not None:
+        message += (
+            f" By {other[0]} the best evaluation was {other[2]:.4g} at step {other[1]}: pick "
+            "the checkpoint by the metric you care about."
+        )
+    keep = _keep_best_fix(run, metric, best_step, best_value)
+    if other is not None:
+        keep += f"; by {other[0]} the best checkpoint is step {other[1]}"
     return Finding(
         detector=NAME,
-        title=f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)",
+        title=title,
         severity=Severity.WARNING,
         metric=metric,
         step_start=int(x[onset]),
@@ -174,22 +312,21 @@ def _check(metric: str, evals: Series, train: Series, params: OverfittingParams)
             "best_step": best_step,
             "best_value": best_value,
             "min_step": int(x[k]),
-            "min_level": min_level,
-            "end_level": end_level,
-            "rise": rise,
+            "min_level": shape.min_level,
+            "end_level": shape.end_level,
+            "rise": shape.rise,
             "rise_percent": rise_pct,
             "eval_noise": sigma,
-            "evaluations": n,
-            "evaluations_after_min": int(after.size),
-            "train_start_level": change.start_level,
-            "train_end_level": change.end_level,
-            "train_trend_tau": change.tau,
-            "train_trend_p": change.p_value,
+            "evaluations": int(y.size),
+            "evaluations_after_min": shape.after,
+            "train_falling": "yes" if train_falls else "no",
+            "train_start_level": change.start_level if change else math.nan,
+            "train_end_level": change.end_level if change else math.nan,
+            "train_trend_tau": change.tau if change else math.nan,
+            "train_trend_p": change.p_value if change else math.nan,
         },
         fixes=(
-            f"Load the checkpoint at step {best_step} (best {metric} {best_value:.4g}), or "
-            "keep the best checkpoint automatically (transformers: load_best_model_at_end=True "
-            "with metric_for_best_model)",
+            keep,
             f"Stop earlier: early stopping on {metric} with a patience of a few evaluations",
             "Regularise: weight decay (0.01-0.1), dropout, data augmentation, label smoothing",
             "Train on more data or use a smaller model",
