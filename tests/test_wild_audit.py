@@ -90,7 +90,7 @@ RIGHT = [
 
 WRONG = [
     Expect("#5", "hf/006", "grad_norm", r"grad_norm"),
-    Expect("#7", "hf/018", "eval_noise", r"eval/loss", open_in="issue 10 class 3: eval_noise"),
+    Expect("#7", "hf/018", "eval_noise", r"eval/loss"),
     Expect("#17", "lightning/009", "plateau", r"mse_loss"),
     Expect("#18", "lightning/010", "eval_noise", r"val_f1_score_step", open_in="issue 10 class 1"),
     Expect("#19", "lightning/010", "eval_noise", r"val_loss_step", open_in="issue 10 class 1"),

@@ -31,7 +31,7 @@ def eval_curve(
     return steps, np.maximum(clean + noise, 1e-4)
 
 
-@pytest.mark.parametrize("n", [12, 40, 400])
+@pytest.mark.parametrize("n", [16, 40, 400])
 def test_resampled_tiny_eval_set_is_a_warning(n: int) -> None:
     steps, values = eval_curve(n, jitter=0.04)
     [finding] = detect(synth.make_run({names.EVAL_LOSS: (steps, values)}))
@@ -39,6 +39,21 @@ def test_resampled_tiny_eval_set_is_a_warning(n: int) -> None:
     # The stretch judged is the second half of the evaluations.
     assert finding.step_start == steps[n // 2] and finding.step_end == steps[-1]
     assert float(finding.evidence["signal_to_noise"]) < 2
+    assert f"{n - n // 2} of its {n} evaluations" in finding.message  # the real count
+
+
+def test_too_few_evaluations_for_a_jitter_estimate_abstain() -> None:
+    # 12 evaluations leave 6 in the judged half: 4 second differences, too few for a sigma.
+    steps, values = eval_curve(12, jitter=0.04)
+    assert detect(synth.make_run({names.EVAL_LOSS: (steps, values)})) == []
+
+
+def test_a_trending_stretch_is_ranked_by_its_trend() -> None:
+    # The judged half still falls 4x with 20% jitter around the trend (AUDIT #7's shape):
+    # first differences read the trend as jitter; second differences and the trend test do not.
+    steps = synth.every(20 * 100 + 1, 100, start=100)
+    values = 1.2 * np.exp(-steps / 800) * np.exp(np.random.default_rng(5).normal(0, 0.2, 20))
+    assert detect(synth.make_run({names.EVAL_LOSS: (steps, values)})) == []
 
 
 @pytest.mark.parametrize("n", [12, 40, 400])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -9,9 +10,17 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "eval_noise"
+
+MIN_TREND_POINTS = 8
+"""The judged half needs this many evaluations: the trend test's minimum, and six second
+differences for the jitter (a sigma from fewer is a guess within a factor of two)."""
+
+MONOTONE_TAU = 0.6
+"""|Kendall tau| >= 0.6 (80% of pairs in order) is a trend even when the
+autocorrelation-corrected p-value is not small (as `stats.Change.falling`)."""
 
 # Eval metrics that measure model quality (what checkpoints are ranked by). Speed and
 # bookkeeping metrics that readers pass through with an eval prefix (eval_runtime,
@@ -27,14 +36,16 @@ _BOOKKEEPING = re.compile(r"runtime|per_second|per_sec|_per_|/s$|flos|memory|lea
 class EvalNoiseParams:
     """Parameters of the eval_noise detector (see its docstring for each default's reason)."""
 
-    min_points: int = 12
-    """Abstain below this many finite evaluations (six in the second half)."""
+    min_points: int = 16
+    """Abstain below this many finite evaluations (eight in the judged second half)."""
     snr_threshold: float = 2.0
     """Report when the second half's improvement is below this many jitter sigmas."""
     min_relative_jitter: float = 0.01
     """Ignore jitter below this fraction of the metric's level (info from here)..."""
     warn_relative_jitter: float = 0.05
     """...and make it a warning from this fraction on."""
+    trend_alpha: float = 0.05
+    """Stand down when the judged half has a trend significant at this level."""
 
 
 _HIGHER_IS_BETTER = re.compile(
@@ -132,13 +143,29 @@ class EvalNoiseDetector:
         return findings
 
 
+def _second_difference_sigma(values: FloatArray) -> float:
+    """Jitter sigma from second differences: y[i+1] - 2 y[i] + y[i-1] cancels a linear trend
+    and most of a smooth curve, and has variance 6 sigma^2 on white noise. The median of
+    their absolute values (x 1.4826 / sqrt 6) ignores a single wild evaluation."""
+    d2 = np.diff(values, n=2)
+    return float(np.median(np.abs(d2))) * stats.MAD_TO_SIGMA / math.sqrt(6.0)
+
+
 def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | None:
     """The eval_noise finding for one metric, or None."""
     x, y = stats.finite_xy(series.steps, series.values)
-    if y.size < max(params.min_points, 8):
+    if y.size < max(params.min_points, 2 * MIN_TREND_POINTS):
         return None
     late_x, late = x[y.size // 2 :], y[y.size // 2 :]
-    sigma = stats.noise_scale(late)
+    sigma = _second_difference_sigma(late)
+    # A stretch that still trends (up or down) by more than its jitter ranks its
+    # checkpoints by the trend itself: significant, and a fitted change of at least
+    # `snr_threshold` sigma (the p-value alone is never a verdict).
+    trend = stats.trend_test(late_x, late)
+    if trend is not None and (trend.p_value < params.trend_alpha or abs(trend.tau) >= MONOTONE_TAU):
+        fitted = abs(trend.slope) * float(late_x[-1] - late_x[0])
+        if fitted >= params.snr_threshold * sigma:
+            return None
     level = stats.level_scale(late)
     relative = sigma / level if level > 0 else float("inf")
     if sigma <= 0 or relative < params.min_relative_jitter:
@@ -152,11 +179,12 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
     total = abs(float(np.median(y[-late.size // 2 :])) - float(np.median(y[: late.size // 2])))
     message = (
         f"Over the second half of the run (steps {int(late_x[0])}-{int(late_x[-1])}, "
-        f"{late.size} evaluations) {metric} jitters by about {sigma:.3g} (robust sigma, "
-        f"{relative:.0%} of its level {level:.3g}) from one evaluation to the next, while "
-        f"its median moved by only {improvement:.3g} ({snr:.1f} sigma): the checkpoints "
-        f"of that stretch cannot be ranked by it. (Over the whole run it moved by "
-        f"{total:.3g}.)"
+        f"{late.size} of its {y.size} evaluations) {metric} jitters by about {sigma:.3g} "
+        f"(robust sigma of second differences, {relative:.0%} of its median level {level:.3g}) "
+        f"from one evaluation to the next, while the medians of "
+        f"the two halves of that stretch differ by {improvement:.3g} ({snr:.1f} sigma): the "
+        "checkpoints of that stretch cannot be ranked by it. (Over the whole run the median "
+        f"moved by {total:.3g}.)"
     )
     return Finding(
         detector=NAME,
