@@ -200,3 +200,46 @@ def test_a_million_points_in_well_under_a_second() -> None:
     found = detect(run)
     assert time.process_time() - started < 1.0
     assert len(found) == 1
+
+
+def test_three_evaluations_with_a_large_growing_rise_are_enough() -> None:
+    """A large effect needs fewer points (AUDIT miss keras/008: 0.318, 0.320, 0.443)."""
+    train = (np.array([0, 1, 2]), np.array([0.386, 0.227, 0.113]))
+    evals = (np.array([0, 1, 2]), np.array([0.318, 0.320, 0.443]))
+    run = synth.make_run({names.TRAIN_LOSS: train, names.EVAL_LOSS: evals})
+    [finding] = detect(run)
+    assert finding.evidence["best_step"] == 0 and "rests on only 3 evaluations" in finding.message
+    # ...but a small one is not, and a rise that fell back at the last evaluation is not.
+    small = (np.array([0, 1, 2]), np.array([0.318, 0.330, 0.360]))
+    bump = (np.array([0, 1, 2, 3]), np.array([0.318, 0.443, 0.330, 0.325]))
+    for shape in (small, bump):
+        assert detect(synth.make_run({names.TRAIN_LOSS: train, names.EVAL_LOSS: shape})) == []
+
+
+def test_a_much_worse_eval_loss_is_reported_whatever_the_train_loss_does() -> None:
+    """AUDIT miss hf/002: the eval loss ~doubles from its first evaluation while the train
+    loss climbs; not called overfitting, but reported."""
+    steps = synth.every(1501, 25, start=25)
+    train = 0.12 + 0.00013 * steps  # climbing, as hf/002 under its warmup
+    evals = (np.arange(250, 1501, 250), np.array([0.219, 0.416, 0.423, 0.410, 0.438, 0.402]))
+    run = synth.make_run({names.TRAIN_LOSS: (steps, train), names.EVAL_LOSS: evals})
+    [finding] = detect(run)
+    assert "overfitting" not in finding.title and "above its best" in finding.title
+    assert finding.step_start == 250 and "at step 250" in finding.message
+    eval_only = synth.make_run({names.EVAL_LOSS: evals})
+    assert len(detect(eval_only)) == 1
+
+
+def test_the_fix_speaks_the_framework_and_names_another_metrics_best() -> None:
+    run, eval_steps = make(2000, 5, 20, 600)
+    metrics = {name: (s.steps, s.values) for name, s in run.metrics.items()}
+    # Accuracy keeps improving to the end: its best checkpoint is the last one.
+    metrics["eval/accuracy"] = (eval_steps, np.linspace(0.5, 0.9, eval_steps.size))
+    for fmt, said, unsaid in (
+        ("hf", "load_best_model_at_end", "ModelCheckpoint"),
+        ("lightning", "ModelCheckpoint(monitor", "load_best_model_at_end"),
+    ):
+        [finding] = detect(synth.make_run(metrics, fmt=fmt))
+        assert said in finding.fixes[0] and unsaid not in finding.fixes[0]
+        assert f"eval/accuracy the best checkpoint is step {eval_steps[-1]}" in finding.fixes[0]
+        assert f"at step {eval_steps[-1]}" in finding.message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from synth import (
@@ -16,6 +18,7 @@ from synth import (
 )
 
 from trainspotter.detectors.plateau import DETECTOR, PlateauParams
+from trainspotter.detectors.stuck import significant_digits
 from trainspotter.model import Finding, Run, Severity
 
 PARAMS = PlateauParams()
@@ -177,3 +180,46 @@ def test_converged_without_an_eval_loss_keeps_the_hedge() -> None:
     assert "If the eval metric stopped improving" in f.fixes[0]
     assert "eval_loss_min" not in f.evidence
     assert "nothing is wrong" not in " ".join((f.message, *f.fixes)).lower()
+
+
+def test_a_slow_steady_decline_is_not_not_learning() -> None:
+    """AUDIT #17: a loss falling a little at every epoch (0.00208 -> 0.00184, Kendall tau
+    -0.99) learns slowly; under 10% lower is not 'not learning' when the fall is significant."""
+    steps = np.arange(467, 20 * 467 + 1, 467)
+    loss = 0.00208 * np.exp(-0.0065 * np.arange(steps.size))
+    loss = loss * np.exp(np.random.default_rng(3).normal(0, 0.001, steps.size))
+    assert not [f for f in _detect(make_run({"mse_loss": (steps, loss)})) if "not" in f.title]
+
+
+def test_not_learning_quotes_raw_values_and_says_when_the_log_starts_late() -> None:
+    steps = every(2000, 10)[5:]  # the first logged point is step 50
+    loss = 2.3 * np.exp(np.random.default_rng(0).normal(0, 0.05, steps.size))
+    (f,) = _detect(make_run({"train/loss": (steps, loss)}))
+    assert f"{loss[0]:.4g} at step 50" in f.message and f"{loss[-1]:.4g} at step 1990" in f.message
+    assert "not in this log" in f.message
+    assert not re.search(r"-\d[\d.]*% lower", f.message)
+
+
+@pytest.mark.parametrize(
+    ("values", "stuck"),
+    [
+        ([0.9, 0.48743417859077454, 0.48743411898612976, 0.48743417859077454], True),
+        ([0.72414] * 31, True),  # an eval accuracy that never moves
+        ([0.5, 0.6, 0.7, 0.8, 0.9375, 0.9375, 0.9375, 0.9375, 0.9375], False),  # at its best
+        ([0.3, 0.2, 0.1, 0.0001, 0.0001, 0.0001, 0.0001], False),  # rounded to 4 decimals
+        ([1.0, 1.0, 1.0], False),  # saturated
+    ],
+)
+def test_an_exactly_repeated_value_is_stuck(values: list[float], stuck: bool) -> None:
+    steps = np.arange(len(values))
+    name = "train/loss" if values[0] != 0.5 and len(values) != 31 else "eval/accuracy"
+    found = [f for f in _detect(make_run({name: (steps, np.array(values))})) if "stuck" in f.title]
+    assert bool(found) is stuck, found
+    if stuck:
+        assert found[0].severity is Severity.WARNING and "logged points" in found[0].message
+
+
+def test_significant_digits_are_counted_as_logged() -> None:
+    assert significant_digits(0.72414) == 5
+    assert significant_digits(float(np.float32(0.95))) == 2  # float32, not 0.949999988
+    assert significant_digits(0.0001) == 1 and significant_digits(0.0) == 0

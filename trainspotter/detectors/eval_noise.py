@@ -92,9 +92,15 @@ class EvalNoiseDetector:
     from 2.4 to 0.03 measured on 16 random examples per evaluation still "improves" by 60
     sigma) and any metric ranks it correctly, so it says nothing about the noise that
     matters when choosing among late checkpoints.
-    - Jitter sigma: `stats.noise_scale` of the second half, the MAD of first differences /
-      sqrt(2). A smooth curve (a deterministic eval of a slowly changing model) has
-      near-zero jitter however slowly it improves; one outlier evaluation cannot inflate it.
+    - Stand down when that half still trends: Mann-Kendall (`stats.trend_test`) significant
+      at `trend_alpha` or |tau| >= 0.6, with a fitted (Theil-Sen) change over the half of
+      at least `snr_threshold` jitter sigmas: its checkpoints are ranked by the trend (an
+      eval loss falling 4x while it jitters ranks fine by any metric).
+    - Jitter sigma: the median absolute second difference of the second half x 1.4826 /
+      sqrt(6). Second differences cancel a linear trend and most of a smooth one (first
+      differences read a steep trend as jitter); a smooth curve (a deterministic eval of a
+      slowly changing model) has near-zero jitter however slowly it improves; one outlier
+      evaluation cannot inflate it.
     - Improvement: the difference between the medians of the two halves of the second
       half (how far the metric really moved while those checkpoints were written); medians
       shed single bad evaluations and the comparison is direction-agnostic (a loss falls,
@@ -105,8 +111,10 @@ class EvalNoiseDetector:
       is between `min_relative_jitter` (1%) and 5%, and nothing below 1% (an accuracy at
       0.99 wobbling by 0.002 ranks nothing but misleads no one either).
 
-    Minimum sample: `min_points` = 12 evaluations, so the second half has six points
-    (five differences) for the jitter and three per median.
+    Minimum sample: `min_points` = 16 evaluations, so the judged half has eight points:
+    the trend test's minimum, six second differences for the jitter (from fewer, a robust
+    sigma is a guess within a factor of two) and four per median. The message states the
+    real count ("9 of its 17 evaluations").
 
     **Defaults and why.** With pure noise the two medians of three or more points differ by
     about 0.5-1 sigma, so an SNR below 2 is indistinguishable from no improvement; a
@@ -117,7 +125,9 @@ class EvalNoiseDetector:
     on a small fixed eval set is reported (info below 5% jitter): true, but harmless when
     every late checkpoint is equally good; a deliberately sampled eval subset (noisy by
     design, which is exactly what this reports); short runs of coarse evaluations are
-    skipped below 12 points rather than guessed at.
+    skipped below 16 points rather than guessed at; a curve that bends sharply inside the
+    judged half (a cliff, a restart) inflates second differences at the bend (the median
+    sheds one bend, not several).
 
     **Example.** `examples/noisy_eval/trainer_state.json`: a warning from step 525, the
     second half of the run, where every evaluation used a fresh random 16 eval samples.

@@ -48,8 +48,13 @@ class OverfittingDetector:
     **What it finds.** For every loss-like eval metric (`eval/loss` and any other eval metric
     whose name contains "loss"), the point where the eval loss bottomed out, how far it has
     risen since, and whether `train/loss` kept falling over the same steps. That
-    combination is the textbook signature of overfitting; the fix names the best
-    checkpoint (the step of the lowest logged eval value). Severity: warning.
+    combination is the textbook signature of overfitting. An eval loss that rose by
+    `large_rise` (50%) or more above its minimum is reported whatever the train loss did
+    (or without one), titled as a rise, not as overfitting: the run ends on a much worse
+    model than its best. The fix names the best checkpoint (the step of the lowest logged
+    eval value) in the words of the log's framework (transformers, Lightning, Keras), and
+    when another logged eval metric (accuracy, F1, WER, ...) is best at a different step,
+    the message and the fix name both. Severity: warning.
 
     **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
@@ -57,10 +62,13 @@ class OverfittingDetector:
        mostly edge effects) and its argmin. One lucky low evaluation therefore cannot
        become "the minimum" that everything after it rises from.
     2. The rise: the median of the later half of the post-minimum evaluations (all of them
-       when fewer than 4) minus the smoothed minimum. It must be at least
-       `min_relative_rise` (5%) of the minimum's level and `noise_multiple` (3) times the
-       curve's point-to-point noise (`stats.noise_scale`: MAD of first differences, which
-       a trend does not inflate much but a jittery eval set does).
+       when fewer than 4) minus the smoothed minimum; when every evaluation after the
+       minimum is higher than the one before (3 or more), the last one (a monotone rise has
+       no noise to shed). It must be at least `min_relative_rise` (5%) of the minimum's
+       level and `noise_multiple` (3) times the point-to-point noise (`stats.noise_scale`:
+       MAD of first differences) of the stretch from the minimum on (of the whole curve
+       when that stretch has under 5 points): a steep early descent or a first-epoch
+       BatchNorm transient before the minimum is not eval noise.
     3. Consistency: at least `min_fraction_above` (60%) of the post-minimum evaluations
        lie a quarter of the rise above the minimum (a steady linear rise passes, a single
        high evaluation after a flat stretch does not), and with 8 or more points from the
@@ -68,26 +76,36 @@ class OverfittingDetector:
        not find the eval loss falling again.
     4. The train loss over [minimum, last evaluation] must still be falling: the later half
        lower than the earlier half and, with 8+ points, a significant downward trend
-       (`stats.change_over`: `trend_alpha`, or tau <= -0.6). Without `train/loss` the
-       detector abstains:
-       an eval loss rising together with the train loss is divergence, not overfitting.
+       (`stats.change_over`: `trend_alpha`, or tau <= -0.6). The message quotes the raw
+       train loss at the logged steps nearest the minimum and the end. Otherwise (or
+       without `train/loss`) only a rise of `large_rise` (50%) is reported: a moderate
+       eval rise together with a rising train loss is divergence, not overfitting.
 
     Minimum sample: `min_eval_points` = 4 evaluations with at least
     `min_points_after_min` = 2 after the minimum, and 3 train-loss points over that range.
     Four points is the least that can show "down, bottom, up, still up"; two points after
-    the minimum keep one high evaluation from being called a trend.
+    the minimum keep one high evaluation from being called a trend. A large effect needs
+    fewer points: with 3 evaluations, a rise of `few_points_rise` (25%) over the minimum
+    that grows at every evaluation after it is reported, and the message says it rests on
+    3 evaluations (one more would tell a trend from a one-off bump).
 
     **Defaults and why.** 5% and 3 noise sigmas, because a converged eval loss jitters by a
     percent or two and a smoothed minimum of a flat noisy curve sits about 0.5-1.5 sigma
     below its level; a 5% rise that is also 3 sigma is a change a user would act on.
-    60% tolerates one or two lucky evaluations after the minimum.
+    60% tolerates one or two lucky evaluations after the minimum. 25% on 3 evaluations:
+    epoch-to-epoch eval jitter of a converged model is a few percent, so a quarter more,
+    still growing, is not jitter. 50% whatever the train loss does: a model half again
+    worse than its best checkpoint is worth a warning whatever the cause.
 
     **False-positive modes.** A converged run whose eval loss drifts up a few percent while the
     train loss keeps falling (mild overfitting: reported once it passes 5% and 3 sigma,
     which is intended); an eval set too small for its jitter estimate (few points make the
     noise estimate unreliable, hence the relative floor); a deliberate data or task switch
     mid-run that raises the eval loss. A transient eval bump that later recovers is not
-    reported: the minimum then moves past it.
+    reported: the minimum then moves past it. On 3 evaluations the last one may be such a
+    bump (the message says so). An eval loss rising while a task metric (WER, F1) keeps
+    improving is over-confidence, not a worse model by that metric: the message names the
+    other metric's best step so the user can choose.
 
     **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
@@ -257,8 +275,10 @@ def _check(
         else "its evaluations show no jitter"
     )
     smoothed = " (smoothed)" if shape.width > 1 else ""
-    end_word = "the last evaluation" if shape.few or shape.end_level == float(y[-1]) else (
-        "the median of the later evaluations"
+    end_word = (
+        "the last evaluation"
+        if shape.few or shape.end_level == float(y[-1])
+        else ("the median of the later evaluations")
     )
     message = (
         f"{metric} bottomed out at {shape.min_level:.4g}{smoothed} at step {int(x[k])} and "

@@ -97,8 +97,13 @@ class PlateauDetector:
     3. A flat tail shorter than `min_flat_fraction` (25%) of the run is not reported.
     4. Far from converged, the cause, and the severity:
        - *Not learning* (warning): never got `not_learning_drop` (10%) below its starting
-         level anywhere in the run, and no significant rising trend (that is the
-         divergence detector's).
+         level anywhere in the run, no significant falling trend over the whole log (the
+         same Mann-Kendall test as the stall verdict, p < `alpha`, or a near-monotone fall,
+         tau <= -0.6, because the autocorrelation correction loses power on smooth curves:
+         a loss falling 0.00208 -> 0.00184 at every epoch is learning slowly, not "not
+         learning"), and no significant rising trend (that is the divergence detector's).
+         The message quotes the raw first and last values; when the log starts after step
+         0 (an epoch aggregate, a resumed run) it says the early drop is not in the log.
        - *LR decayed to ~0 too early* (warning): the LR (if logged) fell below
          `lr_zero_fraction` (1%) of its peak with at least `lr_early_fraction` (30%) of
          the run left, and the loss has been flat since about then. This is the classic
@@ -108,12 +113,28 @@ class PlateauDetector:
          significant downward trend left (Mann-Kendall, `stats.trend_test`, p <
          `alpha`), while the LR (if logged) was still above `lr_annealed_fraction` (10%)
          of its peak when the loss went flat.
-       - Otherwise *converged* (info): the flat end of the run; when the LR was annealed
-         on purpose (cosine/linear/step down to the end), the message says the plateau is
-         that schedule's doing. The flat tail of a healthy cosine run is at most this.
-         It suggests stopping early only when `eval/loss` (if logged) stopped improving
-         too: its minimum before the flat stretch or in its first
-         `EVAL_SETTLED_FRACTION` (25%).
+       - Otherwise *converged* (info): the flat end of the run ("nearly flat, still
+         falling slowly" when the flat stretch still has a significant downward trend);
+         when the LR was annealed on purpose (cosine/linear/step down to the end), the
+         message says the plateau is that schedule's doing. The flat tail of a healthy
+         cosine run is at most this. It suggests stopping early only when `eval/loss` (if
+         logged) stopped improving too (its minimum before the flat stretch or in its first
+         `EVAL_SETTLED_FRACTION`, 25%), and then names the best evaluation's step. It never
+         says "nothing is wrong": it sees one loss, and the same report may warn about
+         another metric.
+    5. *Stuck* (warning, `stuck.py`, before all of the above and on 3 points, not 12): a
+       watched loss or an eval quality metric (`eval_noise.is_quality_metric`) whose last
+       `min_constant_points` (3) or more points, and at least `min_constant_fraction` (50%)
+       of its points, repeat one value exactly (within `constant_tolerance`, 1e-6 of it:
+       float32 round-off). The value must show at least 3 significant digits as logged
+       (0.72414, 0.4874342; not 0.0, 1.0, 0.95 or a loss rounded to 0.0001, which repeat by
+       rounding or saturation). An accuracy-like metric must repeat over all its points or
+       at a value worse than its best (an accuracy that settled at its best converged).
+       A loss that never changes is a dead model (zero gradients, LR 0, a stale logged
+       value); an eval metric that never moves did not measure a changing model (the
+       majority-class share). A large effect needs few points: 3 exact repeats of a
+       7-digit value do not happen by chance, and the message says how many points it
+       rests on.
     "Far from converged" is therefore defined by the curve itself (it kept three quarters
     of its starting loss, or never lost 10% of it) or by a cause that stops learning (the LR at
     ~0 long before the end): the detector cannot know the best achievable loss.
@@ -128,7 +149,7 @@ class PlateauDetector:
     the run left match the lr_schedule detector's "~0 long before the end" (a step schedule's
     last tenfold drop, or a cosine tail, stays out). 10% for "not learning": minibatch
     noise of a flat loss is rarely smaller than that in start/end medians.
-    Abstains below `min_points` (12) points.
+    Abstains below `min_points` (12) points (the stuck check: below 3).
 
     **False-positive modes.** A pretrained model fine-tuned on easy data converges within
     the first part of the run and then stays flat well above zero: "stalled" by this
@@ -136,12 +157,16 @@ class PlateauDetector:
     if it is expected). A loss whose floor is high by nature (noisy labels, a very hard
     task, a contrastive loss with many negatives) has the same shape. A log that starts
     mid-run (resumed from a checkpoint) has no early drop to compare with and can look
-    like "not learning".
+    like "not learning" (the message then says the log starts after step 0). Stuck: a
+    metric computed on a tiny eval set by a model that has truly converged can repeat one
+    value (only a value worse than its best, or over the whole log, is reported); a logger
+    that re-logs a cached value between real evaluations looks stuck.
 
     **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
     the same step). On `examples/healthy/trainer_state.json` only info: converged, flat
-    since step 491.
+    since step 491. Stuck: keras/002 in ../shared/wild (loss 0.4874342 and val_loss
+    0.1613598 at all 5 epochs) and csv/004 (val_acc 0.72414 at all 31 epochs).
     """
 
     name = NAME
@@ -346,7 +371,7 @@ def _falling(trend: stats.Trend | None, alpha: float) -> bool:
 
 
 def _change_words(first: float, last: float) -> str:
-    """"ended 3.7% higher" / "ended 4.2% lower": the sign lives in the word."""
+    """Says "ended 3.7% higher" or "ended 4.2% lower": the sign lives in the word."""
     if first == 0:
         return f"ended at {_fmt(last)}"
     pct = 100 * (last - first) / abs(first)

@@ -24,7 +24,8 @@ def significant_digits(value: float) -> int:
     """Significant digits of `value` as it was most likely logged: the shortest text that
     round-trips, in float32 when the value is a float32 (TensorBoard, Keras), so 0.95
     logged as float32 counts 2 digits, not 16."""
-    single = np.float32(value)
+    with np.errstate(over="ignore"):  # beyond float32's range: not a float32
+        single = np.float32(value)
     if float(single) == value:
         text = np.format_float_positional(single, unique=True, trim="-")
     else:
