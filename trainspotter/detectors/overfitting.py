@@ -66,9 +66,10 @@ class OverfittingDetector:
        minimum is higher than the one before (3 or more), the last one (a monotone rise has
        no noise to shed). It must be at least `min_relative_rise` (5%) of the minimum's
        level and `noise_multiple` (3) times the point-to-point noise (`stats.noise_scale`:
-       MAD of first differences) of the stretch from the minimum on (of the whole curve
-       when that stretch has under 5 points): a steep early descent or a first-epoch
-       BatchNorm transient before the minimum is not eval noise.
+       MAD of first differences): the smaller of the whole curve's and that of the stretch
+       from the minimum on (when it has 5+ points), since a steep early descent or a
+       first-epoch BatchNorm transient inflates the first and the bend of the rise the
+       second.
     3. Consistency: at least `min_fraction_above` (60%) of the post-minimum evaluations
        lie a quarter of the rise above the minimum (a steady linear rise passes, a single
        high evaluation after a flat stretch does not), and with 8 or more points from the
@@ -170,9 +171,12 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
         return None
     min_level = float(smooth[k])
     level = abs(min_level) if min_level != 0 else stats.level_scale(y)
-    # The noise of the stretch being judged: a steep early descent (or a first-epoch
-    # BatchNorm transient) before the minimum would inflate it.
-    sigma = stats.noise_scale(y[k:] if y.size - k >= 5 else y)
+    # Two estimates of one eval noise, each inflatable only: the whole curve's by a steep
+    # early descent (or a first-epoch BatchNorm transient), the stretch from the minimum
+    # on by the bend of the rise. The smaller is the better one.
+    sigma = stats.noise_scale(y)
+    if y.size - k >= 5:
+        sigma = min(sigma, stats.noise_scale(y[k:]))
     rising_every_time = bool(np.all(np.diff(y[k:]) > 0))
     if n < params.min_eval_points:
         # Few evaluations: only a large effect, still growing at the last evaluation.

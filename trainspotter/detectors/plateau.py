@@ -111,7 +111,8 @@ class PlateauDetector:
        - *Stalled* (warning): flat for at least `stall_flat_fraction` (50%) of the run, at
          a level still at least `far_level_fraction` (75%) of where it started, with no
          significant downward trend left (Mann-Kendall, `stats.trend_test`, p <
-         `alpha`), while the LR (if logged) was still above `lr_annealed_fraction` (10%)
+         `alpha`; with under 8 flat points the whole log's trend decides, a stall is not
+         claimed on a handful of points while the log as a whole falls), while the LR (if logged) was still above `lr_annealed_fraction` (10%)
          of its peak when the loss went flat.
        - Otherwise *converged* (info): the flat end of the run ("nearly flat, still
          falling slowly" when the flat stretch still has a significant downward trend);
@@ -234,8 +235,11 @@ def _find_plateau(x: FloatArray, y: FloatArray, params: PlateauParams) -> _Plate
     # No flat stretch at all (the smoothed end itself is off the final level): length 0.
     start_step = int(xs[int(np.argmax(within))]) if bool(within[-1]) else int(x[-1])
     flat = x >= start_step
-    trend = stats.trend_test(x[flat], y[flat])
-    still_falling = trend is not None and trend.z < 0 and trend.p_value < params.alpha
+    flat_trend = stats.trend_test(x[flat], y[flat])
+    if flat_trend is not None:
+        still_falling = flat_trend.z < 0 and flat_trend.p_value < params.alpha
+    else:  # too few flat points to test (under 8): the whole log's trend decides
+        still_falling = _falling(stats.trend_test(x, y), params.alpha)
     start_level, flat_level = _units(start_t, in_log), _units(flat_t, in_log)
     return _Plateau(
         start_step=start_step,
