@@ -112,8 +112,9 @@ class PlateauDetector:
          a level still at least `far_level_fraction` (75%) of where it started, with no
          significant downward trend left (Mann-Kendall, `stats.trend_test`, p <
          `alpha`; with under 8 flat points the whole log's trend decides, a stall is not
-         claimed on a handful of points while the log as a whole falls), while the LR (if logged) was still above `lr_annealed_fraction` (10%)
-         of its peak when the loss went flat.
+         claimed on a handful of points while the log as a whole falls), while the LR
+         (if logged) was still above `lr_annealed_fraction` (10%) of its peak when the
+         loss went flat.
        - Otherwise *converged* (info): the flat end of the run ("nearly flat, still
          falling slowly" when the flat stretch still has a significant downward trend);
          when the LR was annealed on purpose (cosine/linear/step down to the end), the
