@@ -271,6 +271,8 @@ class _Context:
     eval_x: FloatArray
     """The eval loss next to a train loss (empty when there is none)."""
     eval_y: FloatArray
+    per_epoch: bool
+    """The log's step is an epoch count (each point aggregates a whole epoch)."""
 
     @property
     def has_lr(self) -> bool:
@@ -321,6 +323,7 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         lr_y=lr_y,
         eval_x=eval_x,
         eval_y=eval_y,
+        per_epoch=str(run.meta.get("step_column", "")).lower() == "epoch",
     )
     evidence: dict[str, float | int | str] = {
         "start_level": plateau.start_level,
@@ -380,7 +383,7 @@ def _change_words(first: float, last: float) -> str:
     if first == 0:
         return f"ended at {_fmt(last)}"
     pct = 100 * (last - first) / abs(first)
-    return f"ended {_fmt(abs(pct))}% {'higher' if pct > 0 else 'lower'}"
+    return f"ended {abs(pct):.1f}% {'higher' if pct > 0 else 'lower'}"
 
 
 def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatArray) -> _Verdict:
@@ -392,7 +395,12 @@ def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatA
         f"over its {y.size} logged points: never {_fmt(100 * params.not_learning_drop)}% below "
         "where it started."
     )
-    if ctx.first > 0:
+    if ctx.per_epoch:
+        message += (
+            " Each logged point is an epoch: the drop within the first epoch is not in this "
+            f"log, so this says the loss did not improve after it (steps {ctx.first}-{ctx.last})."
+        )
+    elif ctx.first > 1:
         message += (
             f" The log starts at step {ctx.first}: any drop before that is not in this log, so "
             f"this says the loss did not improve over steps {ctx.first}-{ctx.last}."
