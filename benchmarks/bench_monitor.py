@@ -56,7 +56,9 @@ def latency() -> list[dict[str, Any]]:
         log = next((v[0] for v in shown if v and "trainer_state.json" not in v), None)
         log = log or example["files"][0].rstrip("/")
         run = trainspotter.analyze(REPO / "examples" / name / log).run
-        monitor = trainspotter.Monitor(max_steps=run.meta.get("max_steps"))
+        monitor = trainspotter.Monitor(
+            max_steps=run.meta.get("max_steps"), source_format=run.source_format
+        )
         news = [(point.step, f) for point in replay(run, monitor) for f in point.news]
         final = monitor.finish()
         for pathology in example["pathologies"]:

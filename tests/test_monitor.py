@@ -30,7 +30,10 @@ LOGS = [f"{name}/{entry['files'][0].rstrip('/')}" for name, entry in EXPECTED.it
 @pytest.mark.parametrize("log", LOGS)
 def test_replay_ends_with_exactly_analyze(log: str) -> None:
     reference = trainspotter.analyze(EXAMPLES / log)
-    monitor = trainspotter.Monitor(max_steps=reference.run.meta.get("max_steps"))
+    monitor = trainspotter.Monitor(
+        max_steps=reference.run.meta.get("max_steps"),
+        source_format=reference.run.source_format,
+    )
     reported = [finding for point in replay(reference.run, monitor) for finding in point.news]
     final = monitor.finish()
     assert [finding_dict(f) for f in final.findings] == [
@@ -49,7 +52,9 @@ def test_replay_ends_with_exactly_analyze(log: str) -> None:
 @pytest.mark.parametrize("log", ["divergence/trainer_state.json", "divergence/metrics.csv"])
 def test_nan_is_news_on_the_point_that_logs_it(log: str) -> None:
     run = trainspotter.analyze(EXAMPLES / log).run
-    monitor = trainspotter.Monitor(max_steps=run.meta.get("max_steps"))
+    monitor = trainspotter.Monitor(
+        max_steps=run.meta.get("max_steps"), source_format=run.source_format
+    )
     for point in replay(run, monitor):
         if not math.isfinite(point.value):
             assert point.news, f"nothing reported at the first non-finite {point.metric}"

@@ -20,7 +20,8 @@ grown by 10% (or an online check fired). Live analyses mark the run in progress
 `log` returns the findings that are news: new ones, ones whose severity rose, and on a
 metric's first non-finite value the findings covering that step (a divergence reported
 earlier that has now reached NaN); an episode that merely grew is not news again.
-Suppressed findings (the config's `ignore` rules) are never returned. Monitor is not
+Info notes are returned only when the config fails on info (as `watch` shows them), and
+suppressed findings (the config's `ignore` rules) never. Monitor is not
 thread-safe: call it from the training loop's thread.
 """
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from trainspotter.api import Analysis, ConfigLike, check_run, resolve_config
 from trainspotter.errors import InputError
-from trainspotter.model import Finding, FloatArray, IntArray, Run
+from trainspotter.model import Finding, FloatArray, IntArray, Run, Severity
 from trainspotter.online import FindingTracker, Schedule, live_run_meta
 from trainspotter.readers._tabular import canonical_name
 from trainspotter.readers.memory import run_from_columns
@@ -94,6 +95,7 @@ class Monitor:
         *,
         name: str = "monitor",
         max_steps: int | None = None,
+        source_format: str = MONITOR_FORMAT,
         growth: float = 0.10,
         duty: float = 4.0,
         clock: Callable[[], float] = time.perf_counter,
@@ -101,6 +103,8 @@ class Monitor:
         self.config = resolve_config(config)
         self.name = name
         self.max_steps = max_steps
+        self.source_format = source_format
+        """The framework whose metrics are logged ("hf", "lightning", ...): fixes name it."""
         self.clock = clock
         self.schedule = Schedule(growth, duty)
         self.tracker = FindingTracker()
@@ -160,7 +164,7 @@ class Monitor:
             for raw, c in self._columns.items()
         ]
         meta = {} if self.max_steps is None else {"max_steps": int(self.max_steps)}
-        run = run_from_columns(columns, MONITOR_FORMAT, self.name, meta)
+        run = run_from_columns(columns, self.source_format, self.name, meta)
         live_run_meta(run.meta, final)
         return run
 
@@ -176,14 +180,20 @@ class Monitor:
     def _news(self, analysis: Analysis | None, at_step: int | None = None) -> list[Finding]:
         if analysis is None:
             return []
+        # As in `watch`: info notes are news only when the config fails on info; a live
+        # "converged" note drifts with every analysis and would only be noise.
+        shown_from = min(self.config.fail_on, Severity.WARNING)
         return [
             change.finding
             for change in self.tracker.changes(analysis)
-            if change.kind == "new"
-            or change.severity_rose
-            or (
-                at_step is not None
-                and change.finding.step_start <= at_step <= change.finding.step_end
+            if change.finding.severity >= shown_from
+            and (
+                change.kind == "new"
+                or change.severity_rose
+                or (
+                    at_step is not None
+                    and change.finding.step_start <= at_step <= change.finding.step_end
+                )
             )
         ]
 

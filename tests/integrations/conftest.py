@@ -25,7 +25,10 @@ def require(module: str) -> ModuleType:
     except ImportError as exc:
         if os.environ.get("TRAINSPOTTER_REQUIRE_INTEGRATIONS") == "1":
             pytest.fail(f"{module} is required here but cannot be imported: {exc}")
-        pytest.skip(f"{module} is not installed (pip install -e '.[test-integrations]')")
+        pytest.skip(
+            f"{module} is not installed (pip install -e '.[test-integrations]')",
+            allow_module_level=True,
+        )
 
 
 def read_reports(folder: Path) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.model import Finding, FloatArray, Run, Series, Severity
+from trainspotter.model import Finding, Run, Series, Severity
 
 NAME = "eval_noise"
 
@@ -153,21 +152,13 @@ class EvalNoiseDetector:
         return findings
 
 
-def _second_difference_sigma(values: FloatArray) -> float:
-    """Jitter sigma from second differences: y[i+1] - 2 y[i] + y[i-1] cancels a linear trend
-    and most of a smooth curve, and has variance 6 sigma^2 on white noise. The median of
-    their absolute values (x 1.4826 / sqrt 6) ignores a single wild evaluation."""
-    d2 = np.diff(values, n=2)
-    return float(np.median(np.abs(d2))) * stats.MAD_TO_SIGMA / math.sqrt(6.0)
-
-
 def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | None:
     """The eval_noise finding for one metric, or None."""
     x, y = stats.finite_xy(series.steps, series.values)
     if y.size < max(params.min_points, 2 * MIN_TREND_POINTS):
         return None
     late_x, late = x[y.size // 2 :], y[y.size // 2 :]
-    sigma = _second_difference_sigma(late)
+    sigma = stats.second_difference_sigma(late)
     # A stretch that still trends (up or down) by more than its jitter ranks its
     # checkpoints by the trend itself: significant, and a fitted change of at least
     # `snr_threshold` sigma (the p-value alone is never a verdict).

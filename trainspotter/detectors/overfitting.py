@@ -171,12 +171,11 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
         return None
     min_level = float(smooth[k])
     level = abs(min_level) if min_level != 0 else stats.level_scale(y)
-    # Two estimates of one eval noise, each inflatable only: the whole curve's by a steep
-    # early descent (or a first-epoch BatchNorm transient), the stretch from the minimum
-    # on by the bend of the rise. The smaller is the better one.
-    sigma = stats.noise_scale(y)
-    if y.size - k >= 5:
-        sigma = min(sigma, stats.noise_scale(y[k:]))
+    # Two estimates of one eval noise over the whole curve, each inflatable only: first
+    # differences by a steep early descent, second differences by sharp bends. The smaller
+    # is the better one. (An estimate from the few evaluations after the minimum alone
+    # comes out small by chance too often: a noisy eval set then reads as a rise.)
+    sigma = min(stats.noise_scale(y), stats.second_difference_sigma(y))
     rising_every_time = bool(np.all(np.diff(y[k:]) > 0))
     if n < params.min_eval_points:
         # Few evaluations: only a large effect, still growing at the last evaluation.
@@ -185,8 +184,10 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
             return None
         return _Rise(k, width, min_level, end, sigma, level, int(after.size), few=True)
     # Rising at every evaluation after the minimum: no noise to shed, the end is the last
-    # value. Otherwise the median of the later half of the post-minimum evaluations.
-    if rising_every_time and after.size >= 3:
+    # value, once the run is too long to be chance (k exchangeable noisy values come out
+    # strictly increasing with probability 1/k!, under `trend_alpha` from k = 4). Otherwise
+    # the median of the later half of the post-minimum evaluations.
+    if rising_every_time and 1.0 / math.factorial(after.size) < params.trend_alpha:
         end_level = float(y[-1])
     else:
         end_level = float(np.median(after[after.size // 2 :] if after.size >= 4 else after))

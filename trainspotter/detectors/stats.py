@@ -97,6 +97,18 @@ def noise_scale(values: npt.ArrayLike) -> float:
     return mad * MAD_TO_SIGMA / math.sqrt(2.0)
 
 
+def second_difference_sigma(values: npt.ArrayLike) -> float:
+    """Jitter sigma from second differences: y[i+1] - 2 y[i] + y[i-1] cancels a linear trend
+    and most of a smooth curve, and has variance 6 sigma^2 on white noise. The median of
+    their absolute values (x 1.4826 / sqrt 6) ignores a single wild point. 0.0 when fewer
+    than 3 finite points."""
+    y = np.asarray(values, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    if y.size < 3:
+        return 0.0
+    return float(np.median(np.abs(np.diff(y, n=2)))) * MAD_TO_SIGMA / math.sqrt(6.0)
+
+
 def block_median(
     steps: npt.ArrayLike, values: npt.ArrayLike, max_points: int = MAX_TREND_POINTS
 ) -> tuple[FloatArray, FloatArray]:

@@ -47,15 +47,17 @@ class LiveCheck:
         *,
         stop_on: Severity | str | None = None,
         name: str = "training run",
+        source_format: str = "monitor",
         write_reports: bool = True,
         say: Callable[[Severity, str], None] | None = None,
     ) -> None:
         self.config = config
         self.stop_on = Severity.parse(stop_on) if isinstance(stop_on, str) else stop_on
         self.name = name
+        self.source_format = source_format
         self.write_reports = write_reports
         self.say = say
-        self.monitor = Monitor(config, name=name)
+        self.monitor = Monitor(config, name=name, source_format=source_format)
         self.findings: list[Finding] = []
         """Every finding reported so far, in the order reported."""
         self.stopped_by: Finding | None = None
@@ -64,7 +66,9 @@ class LiveCheck:
     def start(self, max_steps: int | None) -> None:
         """A new run: a fresh Monitor that knows the planned length (when positive)."""
         planned = max_steps if max_steps is not None and max_steps > 0 else None
-        self.monitor = Monitor(self.config, name=self.name, max_steps=planned)
+        self.monitor = Monitor(
+            self.config, name=self.name, max_steps=planned, source_format=self.source_format
+        )
         self.findings = []
         self.stopped_by = None
 
@@ -112,7 +116,10 @@ class LiveCheck:
 class CallbackBase:
     """What the framework callbacks share: their options (`config`, `stop_on`,
     `write_reports`), the `LiveCheck`, and what they expose after training (`findings`,
-    `stopped_by`, `analysis`). A subclass sets `say`: how a line reaches its logger."""
+    `stopped_by`, `analysis`). A subclass sets `say`: how a line reaches its logger, and
+    `source_format`: the reader name of its framework's logs, so fixes name the framework."""
+
+    source_format = "monitor"
 
     @staticmethod
     def say(severity: Severity, line: str) -> None:
@@ -126,7 +133,11 @@ class CallbackBase:
         write_reports: bool = True,
     ) -> None:
         self.live = LiveCheck(
-            config, stop_on=stop_on, write_reports=write_reports, say=type(self).say
+            config,
+            stop_on=stop_on,
+            write_reports=write_reports,
+            say=type(self).say,
+            source_format=self.source_format,
         )
         self.analysis: Analysis | None = None
         """The final analysis, after training ended."""

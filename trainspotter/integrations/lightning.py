@@ -45,6 +45,8 @@ class TrainspotterCallback(CallbackBase, Callback):
     defaults. `stop_on`: stop training at the first finding at or above this severity;
     None only reports. `write_reports`: write the JSON and HTML reports at the end."""
 
+    source_format = "lightning"
+
     say = staticmethod(_say)
     _seen: dict[str, object]
     """Each metric's value object when last recorded (set when fitting starts)."""

@@ -51,6 +51,8 @@ class TrainspotterCallback(CallbackBase, TrainerCallback):
     (`"error"`, `"warning"`, `"info"`); None only reports. `write_reports`: write the JSON
     and HTML reports into `output_dir` at the end."""
 
+    source_format = "hf"
+
     say = staticmethod(_say)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
