@@ -13,6 +13,14 @@
   `exit-code` (each in a `name<<DELIMITER` block with a fresh random delimiter); the
   process exits with the gate's code (0 pass, 1 failed, 2 could not check).
 
+Writing the PR-comment file and posting it are two decisions: comment.md is always
+written (with `pr-number` next to it, a `workflow_run` job can post it for a fork's PR),
+and the `comment` output says whether this job posts it. When the gate cannot start at
+all (a broken config, a bad input) the report folder still gets a summary.md and a
+comment.md saying "could not run", and the outputs name them, so the artifact is uploaded
+and a sticky comment from an earlier passing push is replaced: the comment never says
+"passed" while the check is red.
+
 Paths in outputs are relative to $GITHUB_WORKSPACE, the folder the Action mounts, so the
 steps that follow (artifact upload, PR comment) run on the host and find them there.
 Everything else is in `trainspotter.gate`; this file only translates.
@@ -28,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash"})
+FALSE = frozenset({"false", "no", "0", "off"})
 
 
 def split_patterns(text: str) -> list[str]:
@@ -42,7 +51,7 @@ def parse_bool(text: str, name: str) -> bool | None:
         return None
     if value in ("true", "yes", "1", "on"):
         return True
-    if value in ("false", "no", "0", "off"):
+    if value in FALSE:
         return False
     from trainspotter.errors import UsageError
 
@@ -90,16 +99,50 @@ def _artifact_note(env: Mapping[str, str], artifact: str) -> str | None:
     return f"HTML reports: artifact `{safe_name}` of [this workflow run]({url})."
 
 
+def could_not_run(
+    env: Mapping[str, str], report_dir: Path, title: str, detail: str, code: int
+) -> dict[str, str]:
+    """When the gate cannot start: the error as an annotation, in the job summary, and as
+    summary.md + comment.md in the report folder (so the artifact and the PR comment say
+    it too). Returns the outputs that name those files (none if the folder cannot be
+    written). `detail` may quote the repository's config: it is only printed escaped."""
+    from trainspotter.gate import OUTPUT_FILES
+    from trainspotter.report.escape import markdown_text, workflow_message
+
+    print(f"::error title={title}::{workflow_message(f'trainspotter: error: {detail}')}")
+    markdown = f"**{title}** \u26a0\ufe0f\n\n{markdown_text(detail)}\n"
+    if env.get("GITHUB_STEP_SUMMARY"):
+        append_summary(env["GITHUB_STEP_SUMMARY"], markdown)
+    workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("summary", "comment"):
+            (report_dir / OUTPUT_FILES[name]).write_text(markdown, encoding="utf-8")
+    except OSError:
+        return {"exit-code": str(code)}
+    return {
+        "report-dir": _relative(report_dir, workspace),
+        "comment-file": _relative(report_dir / OUTPUT_FILES["comment"], workspace),
+        "exit-code": str(code),
+    }
+
+
 def run_action(env: Mapping[str, str]) -> int:
     """The Action: inputs from env, the gate, the summary and outputs files."""
-    from trainspotter.config import load_config
+    from trainspotter.config import Config, load_config
     from trainspotter.errors import EXIT_BAD_INPUT, TrainspotterError, UsageError
     from trainspotter.gate import GateOptions, run_gate
     from trainspotter.model import Severity
-    from trainspotter.report.escape import markdown_text, workflow_message
 
     workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
-    outputs: dict[str, str] = {}
+    # What the error path needs if the gate cannot start: the defaults until the inputs
+    # and the config say otherwise.
+    defaults = Config().report
+    report_dir = workspace / defaults.directory
+    outputs: dict[str, str] = {
+        "artifact-name": env.get("INPUT_ARTIFACT_NAME", "").strip() or defaults.artifact_name,
+        "comment": "false" if env.get("INPUT_COMMENT", "").strip().lower() in FALSE else "true",
+    }
     try:
         working = (workspace / env.get("INPUT_WORKING_DIRECTORY", "").strip()).resolve()
         if working != workspace.resolve() and workspace.resolve() not in working.parents:
@@ -108,11 +151,13 @@ def run_action(env: Mapping[str, str]) -> int:
             raise UsageError(
                 f"input working-directory: no such folder {_relative(working, workspace)}"
             )
+        report_dir = working / defaults.directory
         config_input = env.get("INPUT_CONFIG", "").strip()
         if config_input:
             config = load_config(working / config_input)
         else:
             config = load_config(folder=working)
+        report_dir = working / config.report.directory
         fail_on_input = env.get("INPUT_FAIL_ON", "").strip()
         try:
             fail_on = Severity.parse(fail_on_input) if fail_on_input else None
@@ -131,7 +176,7 @@ def run_action(env: Mapping[str, str]) -> int:
             base=working,
             display_root=workspace,
             github=True,
-            comment=wants_comment,
+            comment=True,  # always written; `wants_comment` decides only the posting
             artifact_note=_artifact_note(env, artifact),
         )
         if fmt is not None:
@@ -141,17 +186,11 @@ def run_action(env: Mapping[str, str]) -> int:
                 raise UsageError(f"input format: unknown {fmt!r} (one of: {', '.join(READERS)})")
         result = run_gate(options, sys.stdout, sys.stderr)
     except TrainspotterError as exc:
-        # Our message may quote config keys or paths from the repository: only ever
-        # printed escaped, as a workflow command.
-        message = f"trainspotter: error: {exc}"
-        print(f"::error title=trainspotter could not run::{workflow_message(message)}")
-        if env.get("GITHUB_STEP_SUMMARY"):
-            append_summary(
-                env["GITHUB_STEP_SUMMARY"],
-                f"**trainspotter could not run** \u26a0\ufe0f\n\n{markdown_text(str(exc))}\n",
-            )
+        outputs |= could_not_run(
+            env, report_dir, "trainspotter could not run", str(exc), EXIT_BAD_INPUT
+        )
         if env.get("GITHUB_OUTPUT"):
-            write_outputs(env["GITHUB_OUTPUT"], outputs | {"exit-code": str(EXIT_BAD_INPUT)})
+            write_outputs(env["GITHUB_OUTPUT"], outputs)
         return EXIT_BAD_INPUT
 
     if env.get("GITHUB_STEP_SUMMARY") and "summary" in (options.outputs or config.report.outputs):
@@ -183,11 +222,15 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     try:
         return run_action(env)
     except Exception as exc:
+        from trainspotter.config import Config
         from trainspotter.errors import EXIT_INTERNAL
-        from trainspotter.report.escape import workflow_message
 
-        text = f"trainspotter internal error: {type(exc).__name__}: {exc} (please report it)"
-        print(f"::error title=trainspotter internal error::{workflow_message(text)}")
+        text = f"internal error: {type(exc).__name__}: {exc} (please report it)"
+        workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
+        report_dir = workspace / Config().report.directory
+        outputs = could_not_run(env, report_dir, "trainspotter could not run", text, EXIT_INTERNAL)
+        if env.get("GITHUB_OUTPUT"):
+            write_outputs(env["GITHUB_OUTPUT"], outputs)
         return EXIT_INTERNAL
 
 
