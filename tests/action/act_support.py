@@ -271,6 +271,34 @@ class Runtime:
             checkout, workflow, event, run_dir=run_dir, action_dir=self.action_dir, **kwargs
         )
 
+    def pull_request(
+        self,
+        checkout: Checkout,
+        workflow: str,
+        run_dir: Path,
+        api_url: str,
+        *,
+        token: str,
+        head_repository: str = BASE_REPOSITORY,
+        workflow_name: str = "gate.yml",
+    ) -> ActRun:
+        """`workflow` run for a push to pull request PR_NUMBER (from a fork when
+        `head_repository` is not the base repository)."""
+        return self.run(
+            checkout,
+            workflow,
+            "pull_request",
+            run_dir,
+            api_url=api_url,
+            token=token,
+            payload=pull_request_event(head_repository),
+            workflow_name=workflow_name,
+        )
+
+
+HEALTHY_ONLY = gate_workflow({"paths": "examples/healthy/trainer_state.json"})
+"""The test's workflow gating the healthy example run (healthy_checkout)."""
+
 
 def healthy_checkout(root: Path) -> Checkout:
     checkout = Checkout(root)

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 from act_support import (
+    HEALTHY_ONLY,
     PREBUILT,
     REPO,
     SHARED_ACTIONS,
     ActRun,
     Runtime,
     act_binary,
-    gate_workflow,
     healthy_checkout,
     shared_actions_dir,
 )
@@ -125,7 +125,7 @@ def prebuilt_image(runtime: Runtime, tmp_path_factory: pytest.TempPathFactory) -
     _forget_built_images(engine, keep_layer_cache=warm)
     root = tmp_path_factory.mktemp("timing")
     checkout = healthy_checkout(root / "repo")
-    workflow = gate_workflow({"paths": "examples/healthy/trainer_state.json"})
+    workflow = HEALTHY_ONLY
     api = GitHubStandIn().start()
     try:
         runs = {}

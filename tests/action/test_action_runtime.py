@@ -21,6 +21,7 @@ from act_support import (
     DIVERGENT,
     FORK_REPOSITORY,
     HEALTHY,
+    HEALTHY_ONLY,
     PR_NUMBER,
     PREBUILT,
     ActRun,
@@ -28,7 +29,6 @@ from act_support import (
     Runtime,
     gate_workflow,
     healthy_checkout,
-    pull_request_event,
     readme_workflows,
 )
 from github_api import READ_ONLY_TOKEN, WRITE_TOKEN, GitHubStandIn
@@ -49,6 +49,15 @@ def _one_comment(api: GitHubStandIn) -> str:
     comment = api.comments[0]
     assert comment.number == PR_NUMBER and comment.body.endswith(MARKER)
     return comment.body
+
+
+def _healthy_pull_request(
+    runtime: Runtime, api: GitHubStandIn, tmp_path: Path, **kwargs: str
+) -> tuple[Checkout, ActRun]:
+    """A repository with the healthy example run, gated on a pull request."""
+    checkout = healthy_checkout(tmp_path / "repo")
+    run = runtime.pull_request(checkout, HEALTHY_ONLY, tmp_path / "run", api.url, **kwargs)
+    return checkout, run
 
 
 def test_image_pull_fallback_then_prebuilt(prebuilt_image: dict[str, ActRun]) -> None:
@@ -72,14 +81,12 @@ def test_failing_pull_request(
     checkout.add("runs/big-lr/trainer_state.json", DIVERGENT)
     checkout.commit("a divergent run")
     workflow = gate_workflow({"paths": "runs/**/trainer_state.json", "fail-on": "error"})
-    run = runtime.run(
+    run = runtime.pull_request(
         checkout,
         workflow,
-        "pull_request",
         tmp_path / "run",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert run.exit_code != 0, "the job must fail"
     assert run.step_outcome(GATE_STEP) == "failure"
@@ -105,14 +112,12 @@ def test_failing_pull_request(
     # A second push to the pull request: the same comment is updated, not a second one.
     checkout.add("runs/baseline/trainer_state.json", HEALTHY)
     checkout.commit("a second run")
-    again = runtime.run(
+    again = runtime.pull_request(
         checkout,
         workflow,
-        "pull_request",
         tmp_path / "run2",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert _gate_exit(again) == "1"
     assert github_api.kinds(writes_only=True) == ["create", "update"]
@@ -123,16 +128,7 @@ def test_failing_pull_request(
 def test_passing_pull_request(
     runtime: Runtime, prebuilt_image: object, github_api: GitHubStandIn, tmp_path: Path
 ) -> None:
-    checkout = healthy_checkout(tmp_path / "repo")
-    run = runtime.run(
-        checkout,
-        gate_workflow({"paths": "examples/healthy/trainer_state.json"}),
-        "pull_request",
-        tmp_path / "run",
-        api_url=github_api.url,
-        token=WRITE_TOKEN,
-        payload=pull_request_event(),
-    )
+    _, run = _healthy_pull_request(runtime, github_api, tmp_path, token=WRITE_TOKEN)
     assert run.exit_code == 0, run.log[-3000:]
     assert run.step_outcome(GATE_STEP) == "success"
     outputs = run.outputs()
@@ -147,14 +143,12 @@ def test_pattern_that_matches_nothing(
 ) -> None:
     checkout = healthy_checkout(tmp_path / "repo")
     patterns = "examples/healthy/trainer_state.json\nlogs/**/metrics.csv"
-    run = runtime.run(
+    run = runtime.pull_request(
         checkout,
         gate_workflow({"paths": patterns}),
-        "pull_request",
         tmp_path / "run",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert run.exit_code != 0
     assert _gate_exit(run) == "2"
@@ -169,15 +163,8 @@ def test_pattern_that_matches_nothing(
 def test_fork_pull_request(
     runtime: Runtime, prebuilt_image: object, github_api: GitHubStandIn, tmp_path: Path
 ) -> None:
-    checkout = healthy_checkout(tmp_path / "repo")
-    run = runtime.run(
-        checkout,
-        gate_workflow({"paths": "examples/healthy/trainer_state.json"}),
-        "pull_request",
-        tmp_path / "run",
-        api_url=github_api.url,
-        token=READ_ONLY_TOKEN,
-        payload=pull_request_event(head_repository=FORK_REPOSITORY),
+    _, run = _healthy_pull_request(
+        runtime, github_api, tmp_path, token=READ_ONLY_TOKEN, head_repository=FORK_REPOSITORY
     )
     assert run.exit_code == 0, run.log[-3000:]
     assert any("comes from a fork" in n for n in run.commands("notice"))
@@ -192,16 +179,7 @@ def test_token_that_may_not_comment(
 ) -> None:
     """No `pull-requests: write`: the comment fails, a notice says why, and the job's
     result is still the gate's."""
-    checkout = healthy_checkout(tmp_path / "repo")
-    run = runtime.run(
-        checkout,
-        gate_workflow({"paths": "examples/healthy/trainer_state.json"}),
-        "pull_request",
-        tmp_path / "run",
-        api_url=github_api.url,
-        token=READ_ONLY_TOKEN,
-        payload=pull_request_event(),
-    )
+    _, run = _healthy_pull_request(runtime, github_api, tmp_path, token=READ_ONLY_TOKEN)
     assert run.exit_code == 0, run.log[-3000:]
     assert [c.status for c in github_api.calls if c.kind == "create"] == [403]
     assert github_api.comments == []
@@ -214,27 +192,23 @@ def test_config_error_after_a_passing_push(
     """The comment said "passed"; then a typo in .trainspotter.yml: the check is red, so the
     comment and the artifact must now say the gate could not run."""
     checkout = healthy_checkout(tmp_path / "repo")
-    workflow = gate_workflow({"paths": "examples/healthy/trainer_state.json"})
-    first = runtime.run(
+    workflow = HEALTHY_ONLY
+    first = runtime.pull_request(
         checkout,
         workflow,
-        "pull_request",
         tmp_path / "run1",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert first.exit_code == 0 and "passed" in _one_comment(github_api)
     checkout.add(".trainspotter.yml", "fail_on: eror\n")
     checkout.commit("a typo in the config")
-    second = runtime.run(
+    second = runtime.pull_request(
         checkout,
         workflow,
-        "pull_request",
         tmp_path / "run2",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert second.exit_code != 0
     assert _gate_exit(second) == "2"
@@ -259,14 +233,12 @@ def test_action_from_a_local_path_builds_and_a_broken_build_says_so(
     workflow = gate_workflow(
         {"paths": "examples/healthy/trainer_state.json"}, uses="./vendored/trainspotter"
     )
-    run = runtime.run(
+    run = runtime.pull_request(
         checkout,
         workflow,
-        "pull_request",
         tmp_path / "run1",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert run.exit_code == 0, run.log[-3000:]
     assert "docker pull" not in run.log and "::group::Build the trainspotter image" in run.log
@@ -274,14 +246,12 @@ def test_action_from_a_local_path_builds_and_a_broken_build_says_so(
     dockerfile = checkout.root / "vendored" / "trainspotter" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "RUN false\n")
     checkout.commit("a Dockerfile that cannot be built")
-    broken = runtime.run(
+    broken = runtime.pull_request(
         checkout,
         workflow,
-        "pull_request",
         tmp_path / "run2",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
     )
     assert broken.exit_code != 0
     assert run.step_outcome("Get the trainspotter image") == "success"
@@ -304,9 +274,15 @@ def _readme_checkout(root: Path) -> Checkout:
     return checkout
 
 
-def _workflow_run_event(run_id: int) -> dict[str, object]:
+def _comment_job(
+    runtime: Runtime, checkout: Checkout, gate: ActRun, api: GitHubStandIn, run_dir: Path
+) -> ActRun:
+    """The README's workflow_run job, as GitHub starts it when the gate's run (here: run
+    4242, with the artifact act's server received) completes."""
+    run_id = 4242
+    api.artifacts[run_id] = {"trainspotter-report": gate.artifact_zip()}
     owner, name = BASE_REPOSITORY.split("/")
-    return {
+    event = {
         "action": "completed",
         "workflow_run": {
             "id": run_id,
@@ -316,6 +292,16 @@ def _workflow_run_event(run_id: int) -> dict[str, object]:
         },
         "repository": {"full_name": BASE_REPOSITORY, "name": name, "owner": {"login": owner}},
     }
+    return runtime.run(
+        checkout,
+        readme_workflows()["training-gate-comment.yml"],
+        "workflow_run",
+        run_dir,
+        api_url=api.url,
+        token=WRITE_TOKEN,
+        payload=event,
+        workflow_name="training-gate-comment.yml",
+    )
 
 
 def test_readme_workflows_as_written(
@@ -329,14 +315,12 @@ def test_readme_workflows_as_written(
     assert set(workflows) == {"training-gate.yml", "training-gate-comment.yml"}
     assert f"uses: {ACTION}" in workflows["training-gate.yml"]
     checkout = _readme_checkout(tmp_path / "repo")
-    gate = runtime.run(
+    gate = runtime.pull_request(
         checkout,
         workflows["training-gate.yml"],
-        "pull_request",
         tmp_path / "gate",
-        api_url=github_api.url,
+        github_api.url,
         token=WRITE_TOKEN,
-        payload=pull_request_event(),
         workflow_name="training-gate.yml",
     )
     assert gate.exit_code != 0
@@ -346,17 +330,7 @@ def test_readme_workflows_as_written(
     first = _one_comment(github_api)
     assert "failed" in first
 
-    github_api.artifacts[555] = {"trainspotter-report": gate.artifact_zip()}
-    comment = runtime.run(
-        checkout,
-        workflows["training-gate-comment.yml"],
-        "workflow_run",
-        tmp_path / "comment",
-        api_url=github_api.url,
-        token=WRITE_TOKEN,
-        payload=_workflow_run_event(555),
-        workflow_name="training-gate-comment.yml",
-    )
+    comment = _comment_job(runtime, checkout, gate, github_api, tmp_path / "comment")
     assert comment.exit_code == 0, comment.log[-3000:]
     assert github_api.kinds(writes_only=True) == ["create", "update"]
     assert _one_comment(github_api) == first
@@ -377,14 +351,13 @@ def test_readme_fork_recipe_with_comment_false(
     )
     assert yaml.safe_load(gate_yml)["jobs"]["gate"]["steps"][1]["with"]["comment"] == "false"
     checkout = _readme_checkout(tmp_path / "repo")
-    gate = runtime.run(
+    gate = runtime.pull_request(
         checkout,
         gate_yml,
-        "pull_request",
         tmp_path / "gate",
-        api_url=github_api.url,
+        github_api.url,
         token=READ_ONLY_TOKEN,
-        payload=pull_request_event(head_repository=FORK_REPOSITORY),
+        head_repository=FORK_REPOSITORY,
         workflow_name="training-gate.yml",
     )
     assert gate.exit_code != 0
@@ -393,17 +366,7 @@ def test_readme_fork_recipe_with_comment_false(
     assert files["pr-number"] == f"{PR_NUMBER}\n".encode()
     assert b"failed" in files["comment.md"]
 
-    github_api.artifacts[556] = {"trainspotter-report": gate.artifact_zip()}
-    comment = runtime.run(
-        checkout,
-        workflows["training-gate-comment.yml"],
-        "workflow_run",
-        tmp_path / "comment",
-        api_url=github_api.url,
-        token=WRITE_TOKEN,
-        payload=_workflow_run_event(556),
-        workflow_name="training-gate-comment.yml",
-    )
+    comment = _comment_job(runtime, checkout, gate, github_api, tmp_path / "comment")
     assert comment.exit_code == 0, comment.log[-3000:]
     assert [c.kind for c in github_api.calls][:2] == ["artifacts", "download"]
     body = _one_comment(github_api)
