@@ -14,8 +14,8 @@
   process exits with the gate's code (0 pass, 1 failed, 2 could not check).
 
 Writing the PR-comment file and posting it are two decisions: comment.md is always
-written (with `pr-number` next to it, a `workflow_run` job can post it for a fork's PR),
-and the `comment` output says whether this job posts it. When the gate cannot start at
+written (action.yml puts `pr-number` next to it, so a `workflow_run` job can post it for a
+fork's PR), and the `comment` output says whether this job posts it. When the gate cannot start at
 all (a broken config, a bad input) the report folder still gets a summary.md and a
 comment.md saying "could not run", and the outputs name them, so the artifact is uploaded
 and a sticky comment from an earlier passing push is replaced: the comment never says
