@@ -232,3 +232,57 @@ def test_restart_counts_are_plural_or_singular_never_both() -> None:
     restarts = int(finding.evidence["restarts"])
     assert finding.title.endswith(f"{restarts} restarts") and "(s)" not in finding.message
     assert f"{restarts} times, at steps" in finding.message
+
+
+def cosine_past_its_end(steps: IntArray, *, peak: float, warmup: int, period: int) -> FloatArray:
+    """PyTorch's CosineAnnealingLR (or transformers' cosine schedule) stepped beyond its
+    T_max: after reaching 0 the LR follows the cosine back up."""
+    s = steps.astype(np.float64)
+    warm = np.clip(s / max(warmup, 1), 0.0, 1.0) * peak
+    cos = 0.5 * peak * (1.0 + np.cos(math.pi * (s - warmup) / period))
+    return np.where(s < warmup, warm, cos)
+
+
+@pytest.mark.parametrize("every", [1, 10, 50])
+@pytest.mark.parametrize("warmup", [0, 50])
+def test_a_cosine_stepped_past_its_end_is_a_schedule_bug(every: int, warmup: int) -> None:
+    steps = synth.every(1001, every, start=every)
+    lr = cosine_past_its_end(steps, peak=2e-3, warmup=warmup, period=400)
+    [finding] = warnings(run_with(steps, lr))
+    assert "shorter than the run" in finding.title
+    assert abs(int(finding.evidence["trough_step"]) - (warmup + 400)) <= every
+    assert finding.step_start <= warmup + 400 + every <= finding.step_end
+
+
+def test_several_cosine_periods_in_one_run_give_one_warning() -> None:
+    steps = synth.every(1001, 1, start=1)
+    [finding] = warnings(run_with(steps, cosine_past_its_end(steps, peak=1e-3, warmup=0, period=150)))
+    assert int(finding.evidence["climbs"]) == 3  # back up from 150, 450 and 750
+
+
+def test_sharp_restarts_and_short_re_warmups_are_not_a_schedule_past_its_end() -> None:
+    steps = synth.every(3001, 1, start=1)
+    [sgdr] = detect(run_with(steps, synth.sgdr(steps, peak=1e-3, period=500)))
+    assert sgdr.severity is Severity.INFO
+    # A cosine to ~0 over 2000 steps, a 100-step re-warmup, a second decay: a new stage.
+    first = synth.warmup_cosine(steps, peak=1e-3, warmup=50)
+    first = np.where(steps <= 2000, 0.5e-3 * (1 + np.cos(math.pi * np.minimum(steps, 2000) / 2000)), 0.0)
+    again = np.clip((steps - 2000) / 100, 0, 1) * 1e-3 * np.clip((3000 - steps) / 900, 0, 1)
+    lr = np.where(steps <= 2000, first, np.maximum(again, 1e-8))
+    assert not any("shorter than the run" in f.title for f in detect(run_with(steps, lr)))
+
+
+def test_missing_warmup_also_catches_a_sustained_smaller_rise() -> None:
+    """The shape of examples/hf_no_warmup (a GPT-2 at a constant LR of 0.1): the loss
+    climbs 1.5x over its first logged value and stays above it for several steps."""
+    steps = synth.every(201, 1, start=1)
+    lr = np.full(steps.shape, 0.1)
+    loss = synth.decaying_loss(steps, start=3.4, floor=2.0, noise=0.02, seed=4)
+    assert warnings(run_with(steps, lr, loss)) == []
+    loss[1:9] = [4.0, 5.1, 4.6, 4.5, 4.0, 4.1, 4.05, 3.8]
+    [finding] = warnings(run_with(steps, lr, loss))
+    assert finding.evidence["instability_step"] == 3
+    assert "stayed above its start until step 10" in finding.message
+    one_bad_batch = synth.decaying_loss(steps, start=3.4, floor=2.0, noise=0.02, seed=4)
+    one_bad_batch[2] = 5.1  # a single point at 1.5x: batch noise, not instability
+    assert warnings(run_with(steps, lr, one_bad_batch)) == []

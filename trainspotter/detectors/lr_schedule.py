@@ -74,9 +74,18 @@ class LrScheduleParams:
     """...and at least this many loss points."""
     instability_rise: float = 1.0
     """Early instability: the loss climbs this fraction above its first logged value
-    (1.0: to twice the initial loss), or turns non-finite."""
+    (1.0: to twice the initial loss), or turns non-finite..."""
+    sustained_rise: float = 0.25
+    """...or its 3-point rolling median (two of three consecutive points: not one batch)
+    climbs this fraction above it (0.25: to 1.25x), by at least `sustained_noise_factor`
+    times the loss's point-to-point noise."""
+    sustained_noise_factor: float = 6.0
+    """See `sustained_rise`."""
     cliff_ratio: float = 5.0
     """A drop in a smooth schedule is a jump when it is this many times its neighbours."""
+    retrace_tolerance: float = 0.1
+    """A climb back from ~0 retraces the decay before it (a schedule stepped past its
+    end) when every point is within this fraction of the peak of the decay's mirror image."""
 
 
 @dataclass(frozen=True)
@@ -93,10 +102,11 @@ class _Rise:
 class LrScheduleDetector:
     """Finds learning-rate schedule bugs, and recognises deliberate restart schedules.
 
-    **What it finds.** Five schedule bugs, each a warning: (1) a missing warmup that left
+    **What it finds.** Six schedule bugs, each a warning: (1) a missing warmup that left
     the early loss unstable; (2) a re-rise of the LR after its peak, including a jump up
     that stays (the classic resume bug); (3) a jump down inside a smooth schedule; (4) an
-    LR at ~0 long before the end; (5) a warmup that never ends. Deliberate warm restarts
+    LR at ~0 long before the end; (5) a warmup that never ends; (6) a decaying schedule
+    stepped past the end of its period, so the LR climbs smoothly back up from ~0. Deliberate warm restarts
     and cyclic schedules are recognised and reported once, as info.
 
     **Algorithm.** The LR curve is cut into monotone phases: consecutive logged moves of the same
@@ -113,7 +123,11 @@ class LrScheduleDetector:
        (1000) and at least `min_early_points` (5) points, it turns non-finite or climbs to
        >= 1 + `instability_rise` (2x) its starting level (the first logged loss, or the
        median of the window's first quarter if higher, so that one easy first minibatch
-       is no baseline). An untrained model's loss is
+       is no baseline), or its 3-point rolling median (two of three consecutive points)
+       climbs >= `sustained_rise` (25%) above the first logged loss by >=
+       `sustained_noise_factor` (6) times the loss's
+       relative point-to-point noise (`stats.noise_scale` of log loss): a loss that rises
+       and oscillates for several steps before settling. An untrained model's loss is
        the highest a healthy run logs, so doubling it right after the start is the updates
        overshooting. The optimiser is not in the log, so the LR's size alone is no
        evidence: SGD runs at 0.1 with no warmup by design, Adam at 1e-3 often cannot; the
@@ -141,8 +155,18 @@ class LrScheduleDetector:
        well before it, nor while `watch` follows a log that is still growing
        (`meta["in_progress"]`) and the planned length is unknown: a run in progress.
 
+    6. Schedule past its end (warning): a re-rise from <= 25% of the previous peak, over
+       >= 3 logged intervals, whose every point lies within `retrace_tolerance` (10% of
+       that peak) of the mirror image of the decay before it (the mirror's centre searched
+       within one logged interval of the lowest point). That is what a cosine does when
+       stepped past T_max (PyTorch's CosineAnnealingLR, transformers' cosine schedule with
+       too small num_training_steps). A warm restart jumps back in one interval and a
+       re-warmup climbs far faster than the decay fell: neither retraces it. Not checked
+       when the schedule starts with a rise at least half as long as the decay after it
+       (a triangular/cyclical schedule starts at its minimum, a warmup is short).
+
     Minimum sample: `min_points` = 5 logged LR values; the instability check needs 5 loss
-    points.
+    points; case 6 needs 3 logged points of the climb.
 
     **Defaults and why.** 3x is beyond any smooth schedule's change per logged interval except
     a warmup's first steps (which are excluded) and the last steps of a decay to 0 (below
@@ -153,16 +177,21 @@ class LrScheduleDetector:
     30% at ~0 is several times the tail a cosine or linear decay spends below 1% (4.5% and
     1%).
 
-    **False-positive modes.** A deliberate schedule with one irregular restart from mid-decay
+    **False-positive modes.** A deliberately cyclical schedule that starts at its peak
+    rather than its minimum, with cycles that mirror themselves (a cosine annealed down and
+    back up on purpose), reads as case 6. A deliberate schedule with one irregular restart from mid-decay
     (indistinguishable from a resume bug: warned); a one-off restart from ~0 after a crash
     near the end of a run reads as a deliberate restart (info, a false negative); an
     LR-range test rises for the whole run (reported as an endless warmup, which it is);
-    early loss bumps of a run without warmup that have another cause (a bad first batch).
+    early loss bumps of a run without warmup that have another cause (a bad first batch;
+    a data order whose first batches are easy). Case 5 on a log without the planned length
+    cannot tell a warmup longer than the run from a run stopped early: the message says so.
 
     **Example.** `examples/divergence/trainer_state.json`: a warning at step 300, where a
     resume bug multiplied the LR by 100 (case 2, a jump up that stays). Also
     `examples/missing_warmup/trainer_state.json` (case 1, steps 1-3) and
-    `examples/plateau/trainer_state.json` (case 4, from step 100); info on
+    `examples/plateau/trainer_state.json` (case 4, from step 100),
+    `examples/cosine_too_short/trainer_state.json` (case 6, from step 451); info on
     `examples/sgdr_healthy/trainer_state.json` (warm restarts recognised). Silent on
     `examples/healthy/trainer_state.json`.
     """
@@ -292,9 +321,20 @@ class _Analysis:
             f"The LR rose from {start:.3g} at step {int(self.x[warmup.low])} to "
             f"{self.lr[warmup.high]:.3g} at step {int(top_step)} and never came down: it was "
             f"still rising {100 * (top_step - self.x[0]) / self.span:.0f}% of the way "
-            f"through the log (steps {first_step}-{last_step}). The warmup never ended, so "
-            "the run trained at a lower LR than planned and never annealed."
+            f"through the log (steps {first_step}-{last_step})."
         )
+        if isinstance(planned, int | float):
+            message += (
+                f" The run was planned for {int(planned)} steps and the log reaches them: the "
+                "warmup never ended, so the run trained at a lower LR than planned and never "
+                "annealed."
+            )
+        else:
+            message += (
+                " The log does not say how long the run was planned to be, so this is either "
+                "a warmup as long as the run (trained at a lower LR than planned, never "
+                "annealed) or a run stopped before its warmup ended."
+            )
         return Finding(
             detector=NAME,
             title="lr rises for the whole run: the warmup never ended",
@@ -387,17 +427,42 @@ class _Analysis:
         initial = max(float(early[0]), float(np.median(early[: max(count // 4, 1)])))
         worst = 1 + int(np.argmax(early[1:]))
         peak = float(early[worst])
-        if initial > 0:
-            unstable = peak >= (1 + p.instability_rise) * initial
-        else:
-            unstable = peak - initial >= p.instability_rise * stats.level_scale(values)
-        if not unstable:
-            return None
         step = int(early_steps[worst])
-        ratio = f" ({peak / initial:.1f}x)" if initial > 0 else ""
+        if initial <= 0:
+            if peak - initial < p.instability_rise * stats.level_scale(values):
+                return None
+            return f"{names.TRAIN_LOSS} climbed from {initial:.4g} to {peak:.4g} at step {step}", step
+        if peak >= (1 + p.instability_rise) * initial:
+            return (
+                f"{names.TRAIN_LOSS} climbed from its starting level {initial:.4g} to "
+                f"{peak:.4g} ({peak / initial:.1f}x) at step {step}",
+                step,
+            )
+        # A sustained rise: two of three consecutive points well above the first logged
+        # loss (the noise bar, not a median baseline, guards against an easy first batch:
+        # a median would absorb the very rise it looks for).
+        initial = float(early[0])
+        held = stats.rolling_median(early, 3, center=True)[1:-1]
+        if held.size == 0:
+            return None
+        top = 1 + int(np.argmax(held))
+        excess = float(held[top - 1]) - initial
+        # Noise on a log scale: relative point-to-point jitter, the same early and late.
+        positive = values[np.isfinite(values) & (values > 0)]
+        noise = stats.noise_scale(np.log(positive)) if positive.size >= 3 else np.inf
+        rise = float(np.log1p(excess / initial))
+        if excess < p.sustained_rise * initial or rise < p.sustained_noise_factor * noise:
+            return None
+        below = np.flatnonzero(early[top:] <= initial)
+        back = (
+            f" and stayed above its start until step {int(early_steps[top + int(below[0])])}"
+            if below.size
+            else f" and was still above its start at step {int(early_steps[-1])}"
+        )
         return (
-            f"{names.TRAIN_LOSS} climbed from its starting level {initial:.4g} to "
-            f"{peak:.4g}{ratio} at step {step}",
+            f"{names.TRAIN_LOSS} rose from {initial:.4g} at step {int(early_steps[0])} to "
+            f"{peak:.4g} at step {step} ({peak / initial:.2f}x){back} (median of steps "
+            f"{int(early_steps[top - 1])}-{int(early_steps[top + 1])}: {initial + excess:.4g})",
             step,
         )
 
@@ -406,8 +471,28 @@ class _Analysis:
     def _re_rises(self, warmup: _Rise | None, re_rises: list[_Rise]) -> list[Finding]:
         if not re_rises:
             return []
-        tops = [float(self.lr[warmup.high]) if warmup else float(self.lr[0])]
-        tops += [float(self.lr[r.high]) for r in re_rises]
+        top_points = [warmup.high if warmup else 0] + [r.high for r in re_rises]
+        tops = [float(self.lr[i]) for i in top_points]
+        retraced: list[int] = []
+        if not self._starts_cyclic(warmup, re_rises[0]):
+            retraced = [
+                i for i, r in enumerate(re_rises) if self._retraces_decay(r, top_points[i])
+            ]
+        found: list[Finding] = []
+        if retraced:
+            found.append(self._past_end_finding([(re_rises[i], top_points[i]) for i in retraced]))
+            others = [i for i in range(len(re_rises)) if i not in retraced]
+            if not others:
+                return found
+            tops = [tops[i] for i in others] + [tops[others[-1] + 1]]
+            re_rises = [re_rises[i] for i in others]
+        return found + self._other_re_rises(warmup, re_rises, tops)
+
+    def _other_re_rises(
+        self, warmup: _Rise | None, re_rises: list[_Rise], tops: list[float]
+    ) -> list[Finding]:
+        """Re-rises that do not retrace a decay: deliberate restarts and cycles (one info),
+        or a warning each."""
         deliberate = [self._is_restart(r, tops[i]) for i, r in enumerate(re_rises)]
         if len(re_rises) >= 2 and self._periodic(warmup, re_rises, tops):
             deliberate = [True] * len(re_rises)
@@ -420,6 +505,97 @@ class _Analysis:
         if recognised:
             found.append(self._restarts_finding(recognised))
         return found
+
+    def _starts_cyclic(self, warmup: _Rise | None, first_re_rise: _Rise) -> bool:
+        """A cyclical schedule (triangular, CLR) starts at its minimum and its first rise
+        is a half-cycle: about as long as the decay after it. A warmup is much shorter
+        than the decay it leads into."""
+        if warmup is None:
+            return False
+        rise = float(self.x[warmup.high] - self.x[warmup.low])
+        decay = float(self.x[first_re_rise.low] - self.x[warmup.high])
+        return rise >= 0.5 * decay
+
+    def _retraces_decay(self, rise: _Rise, top: int) -> bool:
+        """A decay stepped past its end: after falling from the top at point `top` to ~0,
+        the LR climbs back smoothly along the mirror image of that decay (a cosine's
+        T_max, or num_training_steps, shorter than the run). A warm restart jumps back in
+        one logged interval and so fails this; so does a short re-warmup, which climbs
+        far faster than the decay fell."""
+        p = self.params
+        low, high = rise.low, rise.high
+        previous_top = float(self.lr[top])
+        if high - low < 3 or float(self.lr[low]) > p.restart_trough_fraction * previous_top:
+            return False
+        decay_x, decay_lr = self.x[top : low + 1], self.lr[top : low + 1]
+        if decay_x.size < 3 or np.any(np.diff(decay_x) <= 0):
+            return False
+        rise_x, rise_lr = self.x[low + 1 : high + 1], self.lr[low + 1 : high + 1]
+        # The true minimum lies within one logged interval of the lowest logged point.
+        centre = float(self.x[low])
+        reach = float(max(self.x[low] - self.x[low - 1], self.x[min(low + 1, high)] - centre))
+        best = np.inf
+        for t0 in centre + reach * np.linspace(-0.5, 0.5, 11):
+            mirrored_x = 2 * t0 - rise_x
+            inside = mirrored_x >= decay_x[0]
+            if int(inside.sum()) < 3:
+                continue
+            mirrored = np.interp(mirrored_x[inside], decay_x, decay_lr)
+            best = min(best, float(np.max(np.abs(rise_lr[inside] - mirrored))))
+        return best <= p.retrace_tolerance * previous_top
+
+    def _past_end_finding(self, rises: list[tuple[_Rise, int]]) -> Finding:
+        """One warning for every smooth climb back that retraces the decay before it."""
+        first, top = rises[0]
+        low, high = first.low, first.high
+        previous_top, trough, climbed = (float(self.lr[i]) for i in (top, low, high))
+        still = high == self.lr.size - 1
+        largest_step = float(np.max(np.diff(self.lr[low : high + 1]))) / previous_top
+        message = (
+            f"The LR fell from {previous_top:.3g} at step {int(self.x[top])} to {trough:.3g} at "
+            f"step {int(self.x[low])}, then climbed back smoothly, retracing its decay, to "
+            f"{climbed:.3g} at step {int(self.x[high])}"
+            + (" (still rising at the last logged step)" if still else "")
+            + f" over {high - low} logged intervals (the largest rise in one interval was "
+            f"{largest_step:.2%} of that peak). A warm restart jumps back in one step; a climb "
+            "that mirrors the decay is a decaying schedule (a cosine) stepped past the end of "
+            "its period: its length (T_max, num_training_steps) is shorter than the run."
+        )
+        if len(rises) > 1:
+            shown = ", ".join(str(int(self.x[r.low])) for r, _ in rises[:8])
+            message += f" It bottomed out and climbed back {len(rises)} times (from steps {shown})."
+        loss_note = self._loss_after(int(self.x[low]), int(self.x[high]))
+        if loss_note:
+            message += f" {loss_note}"
+        return Finding(
+            detector=NAME,
+            title=(
+                f"lr climbed back up from ~0 at step {int(self.x[low])}: the schedule's period "
+                "is shorter than the run"
+            ),
+            severity=Severity.WARNING,
+            metric=names.LR,
+            step_start=int(self.x[low + 1]),
+            step_end=int(self.x[rises[-1][0].high]),
+            message=message,
+            evidence={
+                "previous_peak": previous_top,
+                "previous_peak_step": int(self.x[top]),
+                "trough_lr": trough,
+                "trough_step": int(self.x[low]),
+                "lr_after": climbed,
+                "lr_after_step": int(self.x[high]),
+                "largest_one_interval_rise_over_peak": largest_step,
+                "climbs": len(rises),
+            },
+            fixes=(
+                "Set the schedule's length to the real number of optimiser steps (PyTorch: "
+                "CosineAnnealingLR(T_max=total_steps); transformers: num_training_steps / "
+                "max_steps, counted after gradient accumulation and over all epochs)",
+                "If restarts were intended, use a schedule that restarts on purpose "
+                "(CosineAnnealingWarmRestarts, cosine_with_restarts)",
+            ),
+        )
 
     def _is_restart(self, rise: _Rise, previous_top: float) -> bool:
         """A warm restart: from ~the bottom of a completed decay back up near the peak."""
