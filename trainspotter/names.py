@@ -24,71 +24,135 @@ EPOCH = "epoch"
 CANONICAL = (TRAIN_LOSS, EVAL_LOSS, LR, GRAD_NORM, STEP_TIME, THROUGHPUT, EPOCH)
 
 # Exact spellings (compared after lower-casing), one table so a new spelling is one line.
+# docs/metric-names.md is generated from it (`markdown_table`; a test keeps them equal).
+_SPELLINGS: dict[str, tuple[str, ...]] = {
+    TRAIN_LOSS: (
+        "loss",
+        "train_loss",
+        "training_loss",
+        "train_loss_step",
+        "train/loss",
+        "train/loss_step",
+        "train/loss_iter",
+        "loss/train",
+        "loss/training",
+        "trainloss",
+        "train-loss",
+        "training/loss",
+    ),
+    EVAL_LOSS: (
+        "eval_loss",
+        "eval/loss",
+        "val_loss",
+        "val/loss",
+        "valid_loss",
+        "valid/loss",
+        "validation_loss",
+        "validation/loss",
+        "loss/val",
+        "loss/eval",
+        "loss/valid",
+        "loss/validation",
+        "test_loss",
+        "test/loss",
+        "dev_loss",
+        "dev/loss",
+        "val_loss_epoch",
+        "valloss",
+    ),
+    LR: (
+        "lr",
+        "learning_rate",
+        "learningrate",
+        "learning-rate",
+        "train/lr",
+        "train/learning_rate",
+        "optimizer/lr",
+        "optim/lr",
+        "lr/train",
+    ),
+    GRAD_NORM: (
+        "grad_norm",
+        "gradient_norm",
+        "train/grad_norm",
+        "total_norm",
+        "grad-norm",
+        "gradnorm",
+        "gnorm",
+        "train/gnorm",
+        "global_grad_norm",
+        "train/gradient_norm",
+        "grad_norm/total",
+        "optimizer/grad_norm",
+    ),
+    STEP_TIME: (
+        "step_time",
+        "time/step",
+        "train/step_time",
+        "time_per_step",
+        "time_per_iter",
+        "iter_time",
+        "iteration_time",
+        "train/iter_time",
+        "batch_time",
+        "sec_per_step",
+        "seconds_per_step",
+        "s/it",
+        "sec/it",
+    ),
+    THROUGHPUT: (
+        "throughput",
+        "train/throughput",
+        "samples_per_second",
+        "samples_per_sec",
+        "samples/s",
+        "samples/sec",
+        "train/samples_per_second",
+        "train/samples_per_sec",
+        "throughput/samples_per_sec",
+        "examples_per_second",
+        "examples_per_sec",
+        "tokens_per_second",
+        "tokens_per_sec",
+        "tokens/s",
+        "tokens/sec",
+        "tok/s",
+        "train/tokens_per_second",
+        "train/tokens_per_sec",
+        "throughput/tokens_per_sec",
+        "steps_per_second",
+        "steps_per_sec",
+        "steps/s",
+        "steps/sec",
+        "it/s",
+        "iters_per_sec",
+        "throughput/batches_per_sec",
+        "images_per_sec",
+        "img/s",
+        "wps",
+        "ups",
+        "train_samples_per_second",
+        "train_steps_per_second",
+    ),
+    EPOCH: ("epoch", "train/epoch", "epochs"),
+}
+
+# Spellings that look like one of the above but are not mapped, and why (documented).
+NOT_MAPPED: dict[str, str] = {
+    "train_samples_per_second": "mapped, except in trainer_state.json's last entry (the one "
+    "with `train_runtime`): that is a run average, not a curve, and the HF reader keeps it out",
+    "eval_samples_per_second": "evaluation speed, not training throughput (read as "
+    "`eval/samples_per_second`)",
+    "step_avg_ms": "a running average since the start: it smooths a regression away",
+    "time/batch": "Composer's batch counter, not a duration",
+    "dt": "too generic in a table (a PINN's time step); the stdout reader maps `dt` and "
+    "`time` printed with a unit (`time 12.3ms`) to `step_time`",
+    "time_ms": "a clock or a per-step time: the name does not say which",
+}
+"""Names that look like a canonical metric but are not mapped (or only sometimes), and why."""
+
 _EXACT: dict[str, str] = {
-    # train loss
-    "loss": TRAIN_LOSS,
-    "train_loss": TRAIN_LOSS,
-    "training_loss": TRAIN_LOSS,
-    "train_loss_step": TRAIN_LOSS,
-    "train/loss": TRAIN_LOSS,
-    "train/loss_step": TRAIN_LOSS,
-    "train/loss_iter": TRAIN_LOSS,
-    "loss/train": TRAIN_LOSS,
-    "trainloss": TRAIN_LOSS,
-    "training/loss": TRAIN_LOSS,
-    # eval loss
-    "eval_loss": EVAL_LOSS,
-    "eval/loss": EVAL_LOSS,
-    "val_loss": EVAL_LOSS,
-    "val/loss": EVAL_LOSS,
-    "valid_loss": EVAL_LOSS,
-    "valid/loss": EVAL_LOSS,
-    "validation_loss": EVAL_LOSS,
-    "validation/loss": EVAL_LOSS,
-    "loss/val": EVAL_LOSS,
-    "loss/eval": EVAL_LOSS,
-    "loss/valid": EVAL_LOSS,
-    "loss/validation": EVAL_LOSS,
-    "test_loss": EVAL_LOSS,
-    "val_loss_epoch": EVAL_LOSS,
-    "valloss": EVAL_LOSS,
-    # learning rate
-    "lr": LR,
-    "learning_rate": LR,
-    "learningrate": LR,
-    "train/lr": LR,
-    "train/learning_rate": LR,
-    "optimizer/lr": LR,
-    "lr/train": LR,
-    # gradient norm
-    "grad_norm": GRAD_NORM,
-    "gradient_norm": GRAD_NORM,
-    "train/grad_norm": GRAD_NORM,
-    "total_norm": GRAD_NORM,
-    "grad-norm": GRAD_NORM,
-    "gradnorm": GRAD_NORM,
-    "train/gradient_norm": GRAD_NORM,
-    "grad_norm/total": GRAD_NORM,
-    # time per step
-    "step_time": STEP_TIME,
-    "time/step": STEP_TIME,
-    "train/step_time": STEP_TIME,
-    "time_per_step": STEP_TIME,
-    "iter_time": STEP_TIME,
-    "batch_time": STEP_TIME,
-    # throughput
-    "throughput": THROUGHPUT,
-    "train_samples_per_second": THROUGHPUT,
-    "samples_per_second": THROUGHPUT,
-    "samples/sec": THROUGHPUT,
-    "tokens_per_second": THROUGHPUT,
-    "tokens/sec": THROUGHPUT,
-    "train/throughput": THROUGHPUT,
-    "train/samples_per_second": THROUGHPUT,
-    "train/tokens_per_second": THROUGHPUT,
-    # epoch
-    "epoch": EPOCH,
-    "train/epoch": EPOCH,
+    spelling: canonical for canonical, spellings in _SPELLINGS.items() for spelling in spellings
 }
 
 # Lightning's LearningRateMonitor writes `lr-<Optimizer>` and `lr-<Optimizer>/pg<N>`.
@@ -127,3 +191,14 @@ def is_eval(name: str) -> bool:
     """True for evaluation/validation metrics (canonical `eval/*` or val/valid/test prefixes)."""
     lowered = name.lower()
     return lowered.startswith(("eval/", "eval_", "val/", "val_", "valid", "validation", "test"))
+
+
+def markdown_table() -> str:
+    """The spellings table of docs/metric-names.md (generated from this module)."""
+    lines = ["| canonical name | spellings recognised (case-insensitive) |", "| --- | --- |"]
+    for canonical, spellings in _SPELLINGS.items():
+        extra = ", `lr-<Optimizer>`, `lr-<Optimizer>/pg<N>` (Lightning)" if canonical == LR else ""
+        lines.append(f"| `{canonical}` | " + ", ".join(f"`{x}`" for x in spellings) + extra + " |")
+    lines += ["", "| not mapped | why |", "| --- | --- |"]
+    lines += [f"| `{name}` | {why} |" for name, why in NOT_MAPPED.items()]
+    return "\n".join(lines) + "\n"

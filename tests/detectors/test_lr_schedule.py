@@ -256,7 +256,9 @@ def test_a_cosine_stepped_past_its_end_is_a_schedule_bug(every: int, warmup: int
 
 def test_several_cosine_periods_in_one_run_give_one_warning() -> None:
     steps = synth.every(1001, 1, start=1)
-    [finding] = warnings(run_with(steps, cosine_past_its_end(steps, peak=1e-3, warmup=0, period=150)))
+    [finding] = warnings(
+        run_with(steps, cosine_past_its_end(steps, peak=1e-3, warmup=0, period=150))
+    )
     assert int(finding.evidence["climbs"]) == 3  # back up from 150, 450 and 750
 
 
@@ -266,7 +268,9 @@ def test_sharp_restarts_and_short_re_warmups_are_not_a_schedule_past_its_end() -
     assert sgdr.severity is Severity.INFO
     # A cosine to ~0 over 2000 steps, a 100-step re-warmup, a second decay: a new stage.
     first = synth.warmup_cosine(steps, peak=1e-3, warmup=50)
-    first = np.where(steps <= 2000, 0.5e-3 * (1 + np.cos(math.pi * np.minimum(steps, 2000) / 2000)), 0.0)
+    first = np.where(
+        steps <= 2000, 0.5e-3 * (1 + np.cos(math.pi * np.minimum(steps, 2000) / 2000)), 0.0
+    )
     again = np.clip((steps - 2000) / 100, 0, 1) * 1e-3 * np.clip((3000 - steps) / 900, 0, 1)
     lr = np.where(steps <= 2000, first, np.maximum(again, 1e-8))
     assert not any("shorter than the run" in f.title for f in detect(run_with(steps, lr)))

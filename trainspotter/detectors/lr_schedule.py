@@ -431,7 +431,10 @@ class _Analysis:
         if initial <= 0:
             if peak - initial < p.instability_rise * stats.level_scale(values):
                 return None
-            return f"{names.TRAIN_LOSS} climbed from {initial:.4g} to {peak:.4g} at step {step}", step
+            return (
+                f"{names.TRAIN_LOSS} climbed from {initial:.4g} to {peak:.4g} at step {step}",
+                step,
+            )
         if peak >= (1 + p.instability_rise) * initial:
             return (
                 f"{names.TRAIN_LOSS} climbed from its starting level {initial:.4g} to "
@@ -475,9 +478,7 @@ class _Analysis:
         tops = [float(self.lr[i]) for i in top_points]
         retraced: list[int] = []
         if not self._starts_cyclic(warmup, re_rises[0]):
-            retraced = [
-                i for i, r in enumerate(re_rises) if self._retraces_decay(r, top_points[i])
-            ]
+            retraced = [i for i, r in enumerate(re_rises) if self._retraces_decay(r, top_points[i])]
         found: list[Finding] = []
         if retraced:
             found.append(self._past_end_finding([(re_rises[i], top_points[i]) for i in retraced]))
