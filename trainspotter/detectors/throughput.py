@@ -67,10 +67,14 @@ class ThroughputDetector:
     medians (`stats.block_median`; a block median ignores slow steps that are fewer than
     half of its block). `stats.median_shift` then finds the split with the largest rise
     from the median of everything before it to the median of the next `sustain_fraction`
-    (100%) of the remaining points: a change-point on a robust level. The split is
-    refined to the point that best separates values below and above the midpoint of the
-    two levels, first among the blocks, then among the raw points of the blocks around it
-    (so the change is dated to the logged step, not to a block edge or a tie). Checks:
+    (100%) of the remaining points: a change-point on a robust level. That split tends
+    to land late (leaving out the slow stretch's own lower points raises the level after
+    it), by more blocks the coarser the logging, so the change is re-dated to the split
+    that best separates values below and above the midpoint of the two levels: first
+    among all allowed block splits, then among the raw points of the blocks around it.
+    The onset is the first logged step whose value shows the slowdown, within one logging
+    interval of the cause whatever the interval (a logged interval mean shows it one
+    interval later than a per-step value). Checks:
     - the slowdown is >= `min_slowdown` (20%);
     - the slower stretch covers >= `min_after_fraction` (20%) of the log, >=
       `min_slow_share` (75%) of its points sit above the midpoint, and so does the median
@@ -190,7 +194,11 @@ def _check(timing: _Timing, params: ThroughputParams) -> Finding | None:
         return None
     k, before, after = shift
     midpoint = (before + after) / 2
-    k = _refine_split(by, k, segment, midpoint)
+    # The largest shift to a sustained level tends to split late (dropping the slow
+    # stretch's own lower points raises the level after the split), by more blocks the
+    # coarser the logging: date the change where the two levels separate best, anywhere
+    # a split is allowed.
+    k = _refine_split(by, k, m, midpoint, lowest=segment, highest=m - min_after)
     if m - k < min_after:
         return None  # dated precisely, the slow stretch is too short to be sustained
     if float(np.mean(by[k:] >= midpoint)) < params.min_slow_share:
@@ -261,10 +269,20 @@ def _check(timing: _Timing, params: ThroughputParams) -> Finding | None:
     )
 
 
-def _refine_split(y: npt.NDArray[np.float64], k: int, reach: int, midpoint: float) -> int:
-    """The split within `reach` points of `k` that puts the most points on the right side
-    of `midpoint` (below before the split, above after it)."""
-    lo, hi = max(k - reach, 1), min(k + reach, y.size - 1)
+def _refine_split(
+    y: npt.NDArray[np.float64],
+    k: int,
+    reach: int,
+    midpoint: float,
+    *,
+    lowest: int = 1,
+    highest: int | None = None,
+) -> int:
+    """The split within `reach` points of `k` (and within [lowest, highest]) that puts the
+    most points on the right side of `midpoint` (below before the split, above after it);
+    the earliest of equally good splits."""
+    top = y.size - 1 if highest is None else min(highest, y.size - 1)
+    lo, hi = max(k - reach, lowest, 1), max(min(k + reach, top), max(lowest, 1))
     above = (y >= midpoint).astype(np.int64)
     below_before = np.concatenate(([0], np.cumsum(1 - above)))  # [j] = below among y[:j]
     above_after = np.concatenate((np.cumsum(above[::-1])[::-1], [0]))  # [j] = above in y[j:]
