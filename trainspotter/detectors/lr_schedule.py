@@ -106,8 +106,9 @@ class LrScheduleDetector:
     the early loss unstable; (2) a re-rise of the LR after its peak, including a jump up
     that stays (the classic resume bug); (3) a jump down inside a smooth schedule; (4) an
     LR at ~0 long before the end; (5) a warmup that never ends; (6) a decaying schedule
-    stepped past the end of its period, so the LR climbs smoothly back up from ~0. Deliberate warm restarts
-    and cyclic schedules are recognised and reported once, as info.
+    stepped past the end of its period, so the LR climbs smoothly back up from ~0.
+    Deliberate warm restarts and cyclic schedules are recognised and reported once, as
+    info.
 
     **Algorithm.** The LR curve is cut into monotone phases: consecutive logged moves of the same
     direction, ignoring short flat stretches (so a staircase warmup under gradient
@@ -179,8 +180,8 @@ class LrScheduleDetector:
 
     **False-positive modes.** A deliberately cyclical schedule that starts at its peak
     rather than its minimum, with cycles that mirror themselves (a cosine annealed down and
-    back up on purpose), reads as case 6. A deliberate schedule with one irregular restart from mid-decay
-    (indistinguishable from a resume bug: warned); a one-off restart from ~0 after a crash
+    back up on purpose), reads as case 6. A deliberate schedule with one irregular
+    restart from mid-decay (indistinguishable from a resume bug: warned); a one-off restart from ~0 after a crash
     near the end of a run reads as a deliberate restart (info, a false negative); an
     LR-range test rises for the whole run (reported as an endless warmup, which it is);
     early loss bumps of a run without warmup that have another cause (a bad first batch;
