@@ -180,13 +180,14 @@ class LrScheduleDetector:
 
     **False-positive modes.** A deliberately cyclical schedule that starts at its peak
     rather than its minimum, with cycles that mirror themselves (a cosine annealed down and
-    back up on purpose), reads as case 6. A deliberate schedule with one irregular
-    restart from mid-decay (indistinguishable from a resume bug: warned); a one-off
-    restart from ~0 after a crash near the end of a run reads as a deliberate restart
-    (info, a false negative); an LR-range test rises for the whole run (reported as an endless warmup, which it is);
-    early loss bumps of a run without warmup that have another cause (a bad first batch;
-    a data order whose first batches are easy). Case 5 on a log without the planned length
-    cannot tell a warmup longer than the run from a run stopped early: the message says so.
+    back up on purpose), reads as case 6. A deliberate schedule with one irregular restart
+    from mid-decay (indistinguishable from a resume bug: warned); a one-off restart from ~0
+    after a crash near the end of a run reads as a deliberate restart (info, a false
+    negative); an LR-range test rises for the whole run (reported as an endless warmup,
+    which it is); early loss bumps of a run without warmup that have another cause (a bad
+    first batch; a data order whose first batches are easy). Case 5 on a log without the
+    planned length cannot tell a warmup longer than the run from a run stopped early: the
+    message says so.
 
     **Example.** `examples/divergence/trainer_state.json`: a warning at step 300, where a
     resume bug multiplied the LR by 100 (case 2, a jump up that stays). Also
