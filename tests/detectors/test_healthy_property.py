@@ -1,0 +1,187 @@
+"""Acceptance property (issue 10): on noisy but healthy curves no detector warns.
+
+Every detector runs (through `analyze`, as a user would) on SEEDS generated healthy runs:
+several loss shapes (exponential decay, power law, a decay driven by a cosine LR schedule,
+the same behind a warmup), logging intervals from 1 to 500 steps, heavy-tailed noise
+(Student-t with 3-10 degrees of freedom on the log of the loss, as minibatch losses are
+skewed and occasionally far off), logged per step or as interval means, with the companions
+a real log carries: an LR schedule, a gradient norm (noisier than the loss, drifting), an
+eval loss on its own coarser grid, step time and throughput with periodic slow steps, the
+epoch. Nothing in them is a problem a practitioner would act on.
+
+The requirement: each detector gives a warning or error on under 1% of the seeds. The
+measured figures are printed (`pytest -s`) and recorded in the test's docstring; a detector
+over the bar that belongs to another piece of work is a strict xfail naming it.
+
+Fixed seeds (numpy's default_rng(seed) for seed in range(SEEDS)): the figure is reproducible
+and the test cannot flake.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+import synth
+
+from trainspotter import names
+from trainspotter.analysis import analyze
+from trainspotter.detectors import DETECTORS
+from trainspotter.model import FloatArray, Run, Severity
+
+SEEDS = 300
+MAX_ALARM_SHARE = 0.01
+SHAPES = ("exponential", "power_law", "cosine_driven", "warmup_cosine_driven")
+INTERVALS = (1, 2, 5, 10, 20, 50, 100, 200, 500)
+
+
+def _schedule(rng: np.random.Generator, steps: npt.NDArray[np.int64], shape: str) -> FloatArray:
+    """A healthy LR schedule; the cosine-driven shapes use a cosine decay (to ~0 at the end)."""
+    total = float(steps[-1])
+    peak = float(10 ** rng.uniform(-5, -2.5))
+    if shape == "warmup_cosine_driven":
+        return synth.warmup_cosine(steps, peak=peak, warmup=int(total * rng.uniform(0.01, 0.1)))
+    if shape == "cosine_driven":
+        return synth.warmup_cosine(steps, peak=peak, warmup=0)
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        return synth.linear_decay(steps, peak=peak, warmup=int(total * 0.05))
+    if kind == 1:
+        return np.minimum(steps / max(total * 0.03, 1.0), 1.0) * peak
+    return synth.warmup_cosine(steps, peak=peak, warmup=int(total * 0.05))
+
+
+def _shape(
+    rng: np.random.Generator, steps: npt.NDArray[np.int64], shape: str, lr: FloatArray
+) -> FloatArray:
+    """The noiseless fraction of the initial excess loss left at each step: 1 -> ~0."""
+    t = (steps - steps[0]).astype(np.float64)
+    span = max(float(t[-1]), 1.0)
+    if shape == "exponential":
+        return np.exp(-t / (span * rng.uniform(0.08, 0.5)))
+    if shape == "power_law":
+        return (1.0 + t / (span * rng.uniform(0.005, 0.05))) ** -rng.uniform(0.3, 1.0)
+    # Progress proportional to the LR summed so far: the curve flattens as the LR anneals.
+    progress = np.cumsum(lr) / max(float(np.sum(lr)), 1e-30)
+    return np.exp(-progress * rng.uniform(2.0, 6.0))
+
+
+def _heavy_noise(rng: np.random.Generator, size: int, scale: float, average_of: int) -> FloatArray:
+    """Student-t noise on a log scale; a logged interval mean averages `average_of` draws."""
+    df = float(rng.choice([3.0, 5.0, 10.0]))
+    draws = rng.standard_t(df, size=size) * scale
+    return np.asarray(draws / math.sqrt(average_of), dtype=np.float64)
+
+
+def healthy_run(seed: int) -> Run:
+    """One healthy run, every choice drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    shape = SHAPES[seed % len(SHAPES)]
+    interval = int(rng.choice(INTERVALS))
+    points = int(rng.integers(60, 1500))
+    steps = synth.every(interval * points + 1, interval, start=interval)
+    lr = _schedule(rng, steps, shape)
+    start = float(rng.uniform(0.7, 11.0))
+    floor = start * float(rng.uniform(0.02, 0.6))
+    clean = floor + (start - floor) * _shape(rng, steps, shape, lr)
+    averaged = bool(rng.integers(0, 2))
+    average_of = interval if averaged else 1
+    loss_scale = float(rng.uniform(0.01, 0.06))
+    loss = clean * np.exp(_heavy_noise(rng, steps.size, loss_scale, average_of))
+
+    eval_every = max(1, steps.size // int(rng.integers(8, 40)))
+    eval_steps = steps[eval_every - 1 :: eval_every]
+    eval_clean = np.interp(eval_steps, steps, clean) * float(rng.uniform(1.0, 1.3))
+    eval_loss = eval_clean * np.exp(rng.normal(0.0, loss_scale / 4, eval_steps.size))
+
+    # Gradient norm: falls from its start, then drifts slowly; noisier than the loss.
+    drift = np.linspace(0.0, float(rng.uniform(-0.5, 0.5)), steps.size)
+    grad_level = float(10 ** rng.uniform(-1, 1)) * (0.5 + 0.5 * _shape(rng, steps, shape, lr))
+    grad_norm = grad_level * np.exp(
+        drift + _heavy_noise(rng, steps.size, float(rng.uniform(0.05, 0.15)), average_of)
+    )
+
+    # Step time: a constant with 5% noise and a slow checkpoint or eval step now and then.
+    base = float(rng.uniform(0.05, 2.0))
+    step_time = base * np.exp(_heavy_noise(rng, steps.size, 0.05, 1))
+    slow_every = int(rng.integers(20, 200))
+    step_time[slow_every - 1 :: slow_every] *= float(rng.uniform(2.0, 10.0))
+    throughput = float(rng.choice([32, 256, 4096])) / step_time
+
+    steps_per_epoch = int(rng.choice([50, 500, 5000]))
+    return synth.make_run(
+        {
+            names.TRAIN_LOSS: (steps, loss),
+            names.EVAL_LOSS: (eval_steps, eval_loss),
+            names.LR: (steps, lr),
+            names.GRAD_NORM: (steps, grad_norm),
+            names.STEP_TIME: (steps, step_time),
+            names.THROUGHPUT: (steps, throughput),
+            names.EPOCH: (steps, steps / steps_per_epoch),
+        }
+    )
+
+
+@cache
+def alarms_by_seed() -> dict[int, tuple[str, ...]]:
+    """For each seed, the detectors that gave a warning or an error (computed once)."""
+    found: dict[int, tuple[str, ...]] = {}
+    for seed in range(SEEDS):
+        findings = analyze(healthy_run(seed)).findings
+        found[seed] = tuple(
+            sorted({f.detector for f in findings if f.severity >= Severity.WARNING})
+        )
+    return found
+
+
+def alarm_share(detector: str) -> float:
+    seeds = [s for s, loud in alarms_by_seed().items() if detector in loud]
+    share = len(seeds) / SEEDS
+    shapes = Counter(SHAPES[s % len(SHAPES)] for s in seeds)
+    print(f"\n{detector}: warnings on {len(seeds)}/{SEEDS} seeds ({share:.1%}); {dict(shapes)}")
+    return share
+
+
+# Measured when this test was added (300 seeds, main at 5d0a93d plus the i10-lr branch):
+# divergence, plateau, overfitting, lr_schedule, throughput, eval_noise, loss_floor 0/300;
+# spikes 23/300 (7.7%), grad_norm 8/300 (2.7%), any detector 30/300 (10.0%). The two over
+# the bar belong to other issue-10 work (i10-spikes) and are strict xfails until it lands.
+OVER_THE_BAR: dict[str, str] = {
+    "spikes": "issue 10 class 4 (i10-spikes): one-point heavy-tailed batch outliers of "
+    "1.5-2.7x at robust z 8-38, back to the level at the next logged point, are warned "
+    "(23/300 seeds, every shape and interval)",
+    "grad_norm": "issue 10 class 3 (i10-spikes): a single logged grad_norm point 5-38x "
+    "its trailing median while the loss keeps falling is warned (8/300 seeds, every shape)",
+}
+
+
+@pytest.mark.parametrize(
+    "detector",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=OVER_THE_BAR[name]))
+        if name in OVER_THE_BAR
+        else name
+        for name in DETECTORS
+    ],
+)
+def test_no_detector_warns_on_healthy_noisy_curves(detector: str) -> None:
+    assert alarm_share(detector) < MAX_ALARM_SHARE
+
+
+def test_the_generated_runs_cover_every_shape_and_interval() -> None:
+    """The property is only as good as its inputs: every shape, the whole range of logging
+    intervals, logged values that are per-step and interval means."""
+    shapes, intervals = set(), set()
+    for seed in range(SEEDS):
+        run = healthy_run(seed)
+        steps = run.metrics[names.TRAIN_LOSS].steps
+        intervals.add(int(steps[1] - steps[0]))
+        shapes.add(SHAPES[seed % len(SHAPES)])
+    assert shapes == set(SHAPES)
+    assert {1, 500} <= intervals and len(intervals) >= 7
+    share = sum(bool(loud) for loud in alarms_by_seed().values()) / SEEDS
+    print(f"\nany detector: warnings on {share:.1%} of {SEEDS} seeds")
