@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +26,9 @@ class LossFloorParams:
     """Abstain on a loss with fewer finite points than this."""
     abs_floor: float = 1e-3
     """Rule A: an early loss at or below this..."""
-    min_start_level: float = 0.1
-    """...when the loss started at or above this (a cross-entropy-scale loss)."""
+    min_start_level: float = 0.5
+    """...when the loss started at or above this (every rule): an untrained classifier's
+    cross-entropy starts near ln(classes) >= ln 2 = 0.69; 0.5 leaves room for batch noise."""
     min_drop: float = 0.999
     """Rule B: an early loss that fell by this fraction of its starting level..."""
     drop_ceiling: float = 0.01
@@ -44,37 +46,44 @@ class LossFloorDetector:
     cross-entropy-scale losses, and its title and message say so.
 
     **Algorithm.** On the run's `train/loss` (or, without it, each non-eval loss), finite
-    points only, at least `min_points` (8), else abstain:
+    points only, at least `min_points` (8), else abstain. A loss whose name says it is a
+    regression loss (`mse`, `mae`, `rmse`, `l1`, `l2`, `huber`, `smooth_l1`) is skipped.
     1. The start level is the first logged value or the median of the first 3 points,
        whichever is larger (a loss that collapses within two logged points still has its
-       true start; a low first minibatch does not hide it).
+       true start; a low first minibatch does not hide it). Every rule needs a start of at
+       least `min_start_level` (0.5): the scale of an untrained classifier's
+       cross-entropy, which starts near ln(classes) >= ln 2 = 0.69. A loss that starts
+       lower is a regression loss (an MSE on normalised targets starts near their
+       variance, and a good fit takes it to 1e-4 and below) or a model that already knew
+       the task: reaching ~0 is then no evidence of a leak.
     2. The early window is the first `early_fraction` (5%) of the logged span, and at least
        the first `min_early_points` (3) points after the start. Its low is the minimum of
        a 3-point rolling median: a single lucky minibatch does not count.
     3. Flag when the early low is
-       - (A) at or below `abs_floor` (1e-3) while the start level was at least
-         `min_start_level` (0.1): a cross-entropy of 1e-3 means the model gives the right
+       - (A) at or below `abs_floor` (1e-3): a cross-entropy of 1e-3 means the model gives the right
          answer probability 0.999 on average, within the first 5% of training; or
        - (B) at least a `min_drop` (99.9%, a thousand-fold) drop from the start level to
          at most `drop_ceiling` (0.01): e.g. a language model going from 10 to 0.01.
     4. Otherwise, at any point of the run: flag when (C) the train loss (3-point median)
-       and an eval loss both reach `abs_floor` (1e-3), from a start of at least
-       `min_start_level`. Memorising the training set drives the train loss to ~0 but not
+       and an eval loss both reach `abs_floor` (1e-3). Memorising the training set drives the train loss to ~0 but not
        the loss on held-out data; a leak in the features (or eval samples that are also
        training samples) drives both.
     The finding spans, for A/B, from the first step to the step where the low
     was reached; for C from the first step below the floor to the end.
 
     **Defaults and why.** 5% of the run: real tasks take a good part of a run to fit
-    their training set; a leak shows in the first few hundred steps. 1e-3 and the 0.1
+    their training set; a leak shows in the first few hundred steps. 1e-3 and the 0.5
     start: an honest cross-entropy starts near ln(classes) (0.69 and up) and rarely gets
-    within a factor 1000 of zero that fast. The thousand-fold rule with a 0.01 ceiling
+    within a factor 1000 of zero that fast; regression losses that start below 0.5 (the
+    usual MSE on normalised targets) fit to 1e-5 honestly and are out of scope. The thousand-fold rule with a 0.01 ceiling
     catches large-vocabulary losses without catching a regression loss that merely falls
     from a huge initial value (1e4 -> 10).
 
-    **False-positive modes.** Regression losses on tiny scales (an MSE of targets in
-    1e-3 units starts below `min_start_level`, so rule A skips it; but one that starts
-    at 0.5 and reaches 1e-3 fast is flagged). A pretrained model fine-tuned on easy or
+    **False-positive modes.** A regression loss whose name does not say so and that
+    starts at 0.5 or above (unnormalised targets) and reaches 1e-3 fast, or whose train
+    and eval losses both fit to below 1e-3 (rule C): flagged, wrongly. A regression loss
+    below 0.5 at the start, or named as one, is never flagged, so a leak in a regression
+    task is missed. A pretrained model fine-tuned on easy or
     near-duplicate data can really reach ~0 within a few percent of the run. Synthetic
     toy tasks (memorising a handful of samples) do too. In those cases silence this
     detector in the config. A log that starts mid-run has its "early" part elsewhere.
@@ -97,6 +106,7 @@ class LossFloorDetector:
             names = [TRAIN_LOSS]
         else:
             names = [n for n in run.metrics if is_loss_like(n) and not is_eval(n)]
+        names = [n for n in names if not _says_regression(n)]
         eval_losses = [n for n in run.metrics if is_loss_like(n) and is_eval(n)]
         findings = []
         for name in names:
@@ -106,6 +116,16 @@ class LossFloorDetector:
             if finding is not None:
                 findings.append(finding)
         return findings
+
+
+# Name parts of regression losses: an MSE or L1 loss has no cross-entropy scale, and reaching
+# ~0 is what a well-fitted regression does.
+_REGRESSION_WORDS = frozenset({"mse", "mae", "rmse", "l1", "l2", "huber", "smoothl1", "regression"})
+
+
+def _says_regression(name: str) -> bool:
+    words = set(re.split(r"[^a-z0-9]+", name.lower()))
+    return bool(words & _REGRESSION_WORDS) or "smooth_l1" in name.lower()
 
 
 def _fmt(x: float) -> str:
@@ -123,8 +143,10 @@ def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None
     smooth = stats.rolling_median(y[: n_early + 1], 3, center=True)[:n_early]
     low_index = int(np.argmin(smooth))
     low = float(smooth[low_index])
-    rule_a = low <= params.abs_floor and start_level >= params.min_start_level
-    drop = 1.0 - low / start_level if start_level > 0 else 0.0
+    if start_level < params.min_start_level:
+        return None  # not an untrained classifier's cross-entropy: no scale to judge by
+    rule_a = low <= params.abs_floor
+    drop = 1.0 - low / start_level
     rule_b = drop >= params.min_drop and low <= params.drop_ceiling
     if not (rule_a or rule_b):
         return None
