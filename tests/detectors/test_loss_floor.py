@@ -94,7 +94,7 @@ def test_a_regression_loss_fitting_to_near_zero_is_not_a_leak() -> None:
     train = decaying_loss(steps, start=0.26, floor=3e-5, tau=40, seed=10)
     evals = decaying_loss(eval_steps, start=0.03, floor=4e-5, tau=40, seed=11, noise=0.01)
     assert _detect(make_run({"train/loss": (steps, train), "eval/loss": (eval_steps, evals)})) == []
-    named = decaying_loss(steps, start=2.0, floor=1e-5, tau=20, seed=12)
+    named = decaying_loss(steps, start=2.0, floor=1e-5, tau=8, seed=12)
     assert _detect(make_run({"train_mse_loss": (steps, named)})) == []
     # The same collapse from a cross-entropy's start is still flagged.
     assert _detect(make_run({"train/loss": (steps, named)}))

@@ -65,19 +65,19 @@ class LossFloorDetector:
        - (B) at least a `min_drop` (99.9%, a thousand-fold) drop from the start level to
          at most `drop_ceiling` (0.01): e.g. a language model going from 10 to 0.01.
     4. Otherwise, at any point of the run: flag when (C) the train loss (3-point median)
-       and an eval loss both reach `abs_floor` (1e-3). Memorising the training set drives the train loss to ~0 but not
-       the loss on held-out data; a leak in the features (or eval samples that are also
-       training samples) drives both.
+       and an eval loss both reach `abs_floor` (1e-3). Memorising the training set
+       drives the train loss to ~0 but not the loss on held-out data; a leak in the
+       features (or eval samples that are also training samples) drives both.
     The finding spans, for A/B, from the first step to the step where the low
     was reached; for C from the first step below the floor to the end.
 
-    **Defaults and why.** 5% of the run: real tasks take a good part of a run to fit
-    their training set; a leak shows in the first few hundred steps. 1e-3 and the 0.5
-    start: an honest cross-entropy starts near ln(classes) (0.69 and up) and rarely gets
-    within a factor 1000 of zero that fast; regression losses that start below 0.5 (the
-    usual MSE on normalised targets) fit to 1e-5 honestly and are out of scope. The thousand-fold rule with a 0.01 ceiling
-    catches large-vocabulary losses without catching a regression loss that merely falls
-    from a huge initial value (1e4 -> 10).
+    **Defaults and why.** 5% of the run: real tasks take a good part of a run to fit their
+    training set; a leak shows in the first few hundred steps. 1e-3 and the 0.5 start: an
+    honest cross-entropy starts near ln(classes) (0.69 and up) and rarely gets within a
+    factor 1000 of zero that fast; regression losses that start below 0.5 (the usual MSE on
+    normalised targets) fit to 1e-5 honestly and are out of scope. The thousand-fold rule
+    with a 0.01 ceiling catches large-vocabulary losses without catching a regression loss
+    that merely falls from a huge initial value (1e4 -> 10).
 
     **False-positive modes.** A regression loss whose name does not say so and that
     starts at 0.5 or above (unnormalised targets) and reaches 1e-3 fast, or whose train
