@@ -323,7 +323,7 @@ class _Analysis:
             f"The LR rose from {start:.3g} at step {int(self.x[warmup.low])} to "
             f"{self.lr[warmup.high]:.3g} at step {int(top_step)} and never came down: it was "
             f"still rising {100 * (top_step - self.x[0]) / self.span:.0f}% of the way "
-            f"through the log (steps {first_step}-{last_step})."
+            f"through the log (steps {first_step}-{last_step}, {self.lr.size} logged values)."
         )
         if isinstance(planned, int | float):
             message += (
