@@ -290,3 +290,19 @@ def test_missing_warmup_also_catches_a_sustained_smaller_rise() -> None:
     one_bad_batch = synth.decaying_loss(steps, start=3.4, floor=2.0, noise=0.02, seed=4)
     one_bad_batch[2] = 5.1  # a single point at 1.5x: batch noise, not instability
     assert warnings(run_with(steps, lr, one_bad_batch)) == []
+
+
+def test_an_endless_warmup_says_what_the_log_cannot_tell() -> None:
+    """AUDIT #9 (jsonl/001, 13 rows, no max_iters): without the planned length, a warmup
+    longer than the run and a run stopped mid-warmup look the same; the message says so,
+    and asserts the mis-sized schedule only when the planned length is known and reached."""
+    steps = synth.every(1201, 100, start=0)
+    lr = (steps + 1) * 3e-7
+    [unknown] = warnings(run_with(steps, lr))
+    assert "stopped before its warmup ended" in unknown.message
+    assert "13 logged values" in unknown.message
+    planned = run_with(steps, lr)
+    planned.meta["max_steps"] = 1200
+    [known] = warnings(planned)
+    assert "planned for 1200 steps" in known.message
+    assert "stopped before" not in known.message
