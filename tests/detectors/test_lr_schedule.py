@@ -306,3 +306,19 @@ def test_an_endless_warmup_says_what_the_log_cannot_tell() -> None:
     [known] = warnings(planned)
     assert "planned for 1200 steps" in known.message
     assert "stopped before" not in known.message
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_reduce_lr_on_plateau_reaching_its_floor_is_info(every: int) -> None:
+    """Keras/PyTorch ReduceLROnPlateau: 5x cuts after each patience window down to min_lr,
+    reached half way through: by design, not a horizon bug (wild2 keras/029's shape).
+    One cut straight to ~0 (examples/plateau's shape) stays a warning."""
+    steps = synth.every(2401, every, start=0)
+    lr = np.maximum(1e-3 * 0.2 ** np.floor(steps / 400), 1e-6)
+    [finding] = detect(run_with(steps, lr))
+    assert finding.severity is Severity.INFO and finding.evidence["cuts"] == 3
+    assert finding.step_start == 1200  # 1e-3 x 0.2^3 = 8e-6, below 1% of the peak
+    assert "ReduceLROnPlateau" in finding.message
+    one_cut = np.where(steps < 400, 1e-3, 1e-7)
+    [warning] = warnings(run_with(steps, one_cut))
+    assert "lr at ~0" in warning.title

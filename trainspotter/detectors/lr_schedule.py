@@ -150,6 +150,8 @@ class LrScheduleDetector:
     4. LR at ~0 long before the end (warning): below `near_zero_fraction` (1%) of its peak
        from some step to the end of the log (`stats.lr_zero_step`, shared with plateau),
        for >= `min_zero_fraction` (30%) of the run: that part of the run barely trains.
+       Info instead when it got there in 3 or more cuts (each >= 1.5x) between flat
+       stretches: ReduceLROnPlateau cutting as the loss levels off reaches ~0 by design.
     5. Warmup never ends (warning): the first rise is still rising after
        `endless_warmup_fraction` (90%) of the run (warmup_steps >= max_steps). Not reported
        when the reader knows the planned length (`meta["max_steps"]`) and the log stops
@@ -811,10 +813,23 @@ class _Analysis:
                     " steps)."
                 )
                 evidence["loss_still_falling"] = "yes"
+        cuts = self._staircase_cuts(zero_step)
+        severity = Severity.WARNING
+        if cuts >= 3:
+            # ReduceLROnPlateau (or a step schedule) reaching its floor cut by cut, each cut
+            # after a stretch at a constant LR: the schedule answering a levelling loss, not
+            # a horizon that is too short. Worth knowing, not a bug on this evidence.
+            severity = Severity.INFO
+            message += (
+                f" It got there in {cuts} cuts between flat stretches, as ReduceLROnPlateau "
+                "does when the loss levels off (or a step schedule with early milestones): "
+                "the later steps could be saved, or the cuts made smaller."
+            )
+            evidence["cuts"] = cuts
         return Finding(
             detector=NAME,
             title=f"lr at ~0 from step {zero_step}, {share:.0%} of the run before its end",
-            severity=Severity.WARNING,
+            severity=severity,
             metric=names.LR,
             step_start=zero_step,
             step_end=int(last),
@@ -827,6 +842,21 @@ class _Analysis:
                 "(gamma 0.1 -> 0.3), or stop the run where it stops learning",
             ),
         )
+
+    def _staircase_cuts(self, zero_step: int) -> int:
+        """The cuts by which the LR reached ~0, when it got there as a staircase (each down
+        move a cut of >= 1.5x, at least as many flat moves as down moves), else 0."""
+        end = int(np.searchsorted(self.x, zero_step)) + 1
+        top = int(np.argmax(self.lr[:end]))
+        moves = self.direction[top : end - 1]
+        with np.errstate(all="ignore"):
+            ratio = self.lr[top : end - 1] / self.lr[top + 1 : end]
+        down = moves < 0
+        if not down.any() or np.any(ratio[down] < 1.5):
+            return 0
+        if int(np.sum(moves == 0)) < int(down.sum()):
+            return 0
+        return int(down.sum())
 
 
 def _times(after: float, before: float) -> str:
