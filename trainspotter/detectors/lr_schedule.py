@@ -77,10 +77,9 @@ class LrScheduleParams:
     (1.0: to twice the initial loss), or turns non-finite..."""
     sustained_rise: float = 0.25
     """...or its 3-point rolling median (two of three consecutive points: not one batch)
-    climbs this fraction above it (0.25: to 1.25x), by at least `sustained_noise_factor`
-    times the loss's point-to-point noise."""
+    climbs this fraction above its first logged value (0.25: to 1.25x)..."""
     sustained_noise_factor: float = 6.0
-    """See `sustained_rise`."""
+    """...by at least this many times the loss's relative point-to-point noise."""
     cliff_ratio: float = 5.0
     """A drop in a smooth schedule is a jump when it is this many times its neighbours."""
     retrace_tolerance: float = 0.1
