@@ -340,7 +340,11 @@ class _Analysis:
             )
         return Finding(
             detector=NAME,
-            title="lr rises for the whole run: the warmup never ended",
+            title=(
+                "lr rises for the whole run: the warmup never ended"
+                if isinstance(planned, int | float)
+                else "lr rises for the whole log: the warmup never ended within it"
+            ),
             severity=Severity.WARNING,
             metric=names.LR,
             step_start=first_step,
