@@ -146,16 +146,15 @@ def alarm_share(detector: str) -> float:
     return share
 
 
-# Measured when this test was added (300 seeds, main at 5d0a93d plus the i10-lr branch):
-# divergence, plateau, overfitting, lr_schedule, throughput, eval_noise, loss_floor 0/300;
-# spikes 23/300 (7.7%), grad_norm 8/300 (2.7%), any detector 30/300 (10.0%). The two over
-# the bar belong to other issue-10 work (i10-spikes) and are strict xfails until it lands.
+# Measured when this test was added (300 seeds): divergence, plateau, overfitting,
+# lr_schedule, grad_norm, throughput, eval_noise, loss_floor 0/300; spikes 23/300 (7.7%); any
+# detector 23/300 (7.7%). (grad_norm was 8/300 on main at 5d0a93d, 0/300 after the
+# i10-spikes grad_norm work.) spikes belongs to other issue-10 work (i10-spikes) and is a
+# strict xfail until it lands.
 OVER_THE_BAR: dict[str, str] = {
     "spikes": "issue 10 class 4 (i10-spikes): one-point heavy-tailed batch outliers of "
     "1.5-2.7x at robust z 8-38, back to the level at the next logged point, are warned "
     "(23/300 seeds, every shape and interval)",
-    "grad_norm": "issue 10 class 3 (i10-spikes): a single logged grad_norm point 5-38x "
-    "its trailing median while the loss keeps falling is warned (8/300 seeds, every shape)",
 }
 
 
