@@ -26,17 +26,30 @@ def test_planted_spike_is_found_at_its_step_and_recovers(interval: int, seed: in
     steps = every(60_000 if interval == 200 else 5000, interval)
     loss = decaying_loss(steps, seed=seed)
     k = steps.size * 3 // 5
-    loss[k] *= 4.0
+    loss[k : k + 3] *= 4.0
     found = _detect(_loss_run(steps, loss))
     assert len(found) == 1, found
     f = found[0]
-    # Tolerance: exactly the planted logged step.
-    assert f.step_start == f.step_end == int(steps[k])
+    # Tolerance: exactly the planted logged steps.
+    assert (f.step_start, f.step_end) == (int(steps[k]), int(steps[k + 2]))
     assert f.severity is Severity.WARNING
     assert f.evidence["recovered"] == "yes"
     # Against a trailing median that lags a decaying curve: a little under the planted 4x.
     assert 2.5 <= float(f.evidence["ratio_to_baseline"]) <= 4.5
     assert "4" in f.message and f.fixes
+
+
+@pytest.mark.parametrize(("interval", "seed"), [(1, 0), (10, 1), (50, 2)])
+def test_one_point_back_at_the_next_is_one_hard_batch(interval: int, seed: int) -> None:
+    """A single logged point, back to its level at the next: reported, as info."""
+    steps = every(5000, interval)
+    loss = decaying_loss(steps, seed=seed)
+    k = steps.size * 3 // 5
+    loss[k] *= 4.0
+    (f,) = _detect(_loss_run(steps, loss))
+    assert f.step_start == f.step_end == int(steps[k])
+    assert f.severity is Severity.INFO
+    assert "one hard batch" in f.message
 
 
 def test_a_jump_that_stays_up_is_an_error() -> None:
