@@ -87,6 +87,10 @@ class _Parser:
             return None
         return self.constructor.construct_object(node, deep=True)
 
+    def check_int_range(self, node: yaml.Node, key: str, value: Any) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_INT:
+            self.fail(node, key, f"integer out of range (at most {MAX_INT - 1} in magnitude)")
+
     def plain(self, node: yaml.Node) -> Any:
         """The node as plain Python data (lists, dicts, scalars)."""
         if isinstance(node, yaml.SequenceNode):
@@ -164,6 +168,8 @@ class _Parser:
         ok, value = self._typed(node, hint)
         if not ok:
             self.fail(node, key, f"expected {describe_type(hint)}, got {_kind(node)}")
+        for item in value if isinstance(value, list | tuple) else (value,):
+            self.check_int_range(node, key, item)
         return value
 
     def _typed(self, node: yaml.Node, hint: Any) -> tuple[bool, Any]:
@@ -239,20 +245,88 @@ IGNORE_KEYS = ("detector", "metric", "steps", "path", "reason")
 REPORT_KEYS = ("outputs", "directory", "artifact_name", "comment")
 
 
+MAX_DEPTH = 32
+"""Deepest nesting of lists and mappings a config may use (the real schema needs 5);
+deeper input is refused before PyYAML's recursive composer could overflow the stack."""
+MAX_INT = 2**63
+"""Integers at or beyond +-2**63 are refused: no setting means that much, and Python would
+otherwise overflow when comparing them with float limits."""
+_STANDARD_TAGS = frozenset([*_TAG_NAMES, "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map", "!"])
+
+
+def _check_events(text: str, source: str) -> None:
+    """Refuse, from PyYAML's event stream (iterative, so no recursion), nesting deeper
+    than MAX_DEPTH and tags outside YAML's core schema (`!foo`, `!!python/...`)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = int(event.start_mark.line) + 1 if event.start_mark is not None else None
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(source, line, "", f"nested more than {MAX_DEPTH} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag not in _STANDARD_TAGS:
+            raise ConfigError(
+                source, line, "", f"tag {_quoted(tag)} is not allowed (plain YAML values only)"
+            )
+
+
+def _check_merge_keys(root: yaml.Node, source: str) -> None:
+    """Refuse `<<:` merge keys: they hide where a setting comes from, and PyYAML's safe
+    constructor does not apply them to the composed tree this parser walks."""
+    pending = [root]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if str(key_node.tag) == "tag:yaml.org,2002:merge":
+                    raise ConfigError(
+                        source, _line(key_node), "", "merge keys (<<) are not supported"
+                    )
+                pending += [key_node, value_node]
+        elif isinstance(node, yaml.SequenceNode):
+            pending += node.value
+
+
+def _code_point(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character[:1] or "\0")
+
+
+def _quoted(text: str) -> str:
+    """`text` in quotes with every control character escaped, so a message stays one line."""
+    return ascii(text) if not text.isprintable() else repr(text)
+
+
 def parse_config(text: str, source: str = CONFIG_NAMES[0]) -> Config:
     """Validate a config file's text; raises ConfigError naming line and key."""
     try:
+        _check_events(text, source)
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = int(mark.line) + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise ConfigError(source, line, "", f"invalid YAML: {problem}") from None
+    except yaml.reader.ReaderError as exc:
+        raise ConfigError(
+            source,
+            None,
+            "",
+            f"invalid YAML: character U+{_code_point(exc.character):04X} is not allowed"
+            f" (position {exc.position})",
+        ) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(source, None, "", f"invalid YAML: {exc}") from None
+        raise ConfigError(source, None, "", f"invalid YAML: {' '.join(str(exc).split())}") from None
     parser = _Parser(source)
     if root is None or (isinstance(root, yaml.ScalarNode) and parser.scalar(root) is None):
         return Config(source=source)
+    _check_merge_keys(root, source)
     top = parser.mapping(root, "", TOP_LEVEL_KEYS)
     settings: dict[str, Any] = {"source": source}
     if "paths" in top:
@@ -360,6 +434,7 @@ def _parse_steps(parser: _Parser, node: yaml.Node, key: str) -> tuple[int | None
             return None
         if not isinstance(value, int) or isinstance(value, bool):
             parser.fail(child, key, f"a step must be an integer or null, got {_kind(child)}")
+        parser.check_int_range(child, key, value)
         return value
 
     if isinstance(node, yaml.SequenceNode):
@@ -438,7 +513,7 @@ def _parse_report(parser: _Parser, node: yaml.Node) -> ReportSettings:
             parser.fail(
                 value_node,
                 "report.artifact_name",
-                f"characters not allowed in an artifact name: {' '.join(bad)}",
+                f"characters not allowed in an artifact name: {' '.join(map(_quoted, bad))}",
             )
         settings["artifact_name"] = name
     if "comment" in entries:
