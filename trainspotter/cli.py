@@ -54,11 +54,11 @@ EXTRA_OUTPUTS = ("html", "json", "markdown", "github", "sarif", "codequality", "
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors in our one-line format with exit code 2."""
+    """argparse that reports usage errors in our one-line format with exit code 2: the
+    problem and where to read the usage, never argparse's multi-line usage block."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        raise UsageError(message)
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def build_parser() -> argparse.ArgumentParser:
