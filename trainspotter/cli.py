@@ -47,6 +47,7 @@ from trainspotter.gate import GateOptions, fence_workflow_commands, run_gate
 from trainspotter.model import Severity
 from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions
+from trainspotter.report.escape import message_text
 
 PROG = "trainspotter"
 # `--html FILE`, `--json FILE`, ...: extra reports written in the same run, beside --output.
@@ -428,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainspotterError as exc:
         if debug:
             traceback.print_exc()
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {message_text(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -441,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         print(
-            f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+            f"{PROG}: internal error: {type(exc).__name__}: {message_text(str(exc))} "
             "(a bug in trainspotter; rerun with --debug and report it)",
             file=sys.stderr,
         )

@@ -5,6 +5,7 @@ through the escape function of its sink before it reaches the output. One functi
 sink, tested with hostile names in tests/report/test_escape.py:
 
 - terminal: `terminal_text` (and `runner_inert_lines` for a whole printed report)
+- one-line messages on stderr (`trainspotter: error: ...`): `message_text`
 - HTML and inline SVG: `html_text`
 - Markdown for GitHub (job summary, PR comment): `markdown_text`
 - GitHub workflow commands: `workflow_message`, `workflow_property`
@@ -21,9 +22,15 @@ import html
 import math
 import re
 
+# Bidirectional formatting characters (embeddings, overrides, isolates, marks): they make
+# a name display in a different order than it is (`run\u202etxt.exe`), so no sink keeps
+# them; U+2028/U+2029 end a line for some readers.
+_BIDI_AND_SEPARATORS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
 # C0/C1 control characters and DEL, except none: a log-derived string is one line.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_EXCEPT_NEWLINES = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(rf"[\x00-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
+_CONTROL_EXCEPT_NEWLINES = re.compile(
+    rf"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]"
+)
 # CSI / OSC / single-character escape sequences, removed whole so no fragment survives.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
@@ -31,6 +38,15 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 def terminal_text(text: str) -> str:
     """Strip ANSI escape sequences and control characters (incl. CR/LF) from log text."""
     return _CONTROL.sub("", _ANSI.sub("", text))
+
+
+def message_text(text: str) -> str:
+    """A one-line message (an error naming a file, a column, a config key) for stderr:
+    control, bidi and line-separator characters shown as Python escapes (`\\n`,
+    `\\x1b`, `\\u202e`), so the message stays one line that starts with our prefix (no
+    `::command::` of a CI runner, no terminal escape sequence) and still says which name
+    was meant."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def format_number(value: float | int | str) -> str:
@@ -93,9 +109,10 @@ def html_name(text: str, limit: int = 120) -> str:
 # zero-width space after it, so GitHub sees no @user/@org/team mention.
 _MARKDOWN_TABLE = {ord(c): "\\" + c for c in "\\`*_[]<>|~&$"} | {ord("@"): "@" + _ZERO_WIDTH_SPACE}
 # Text GitHub turns into a link or a cross-reference without any syntax: scheme:// and
-# www. autolinks, #123 issue references.
-_WWW = re.compile(r"(?i)\b(www)\.")
-_ISSUE_REF = re.compile(r"(#)(?=\d)")
+# www. autolinks (also after `_` or another word character: cmark-gfm links
+# `run\_www.x`), #123 and GH-123 issue references.
+_WWW = re.compile(r"(?i)(www)\.")
+_ISSUE_REF = re.compile(r"(?i)(#|gh-)(?=\d)")
 
 
 def markdown_text(text: str) -> str:
@@ -104,8 +121,8 @@ def markdown_text(text: str) -> str:
     Control characters and newlines removed (the text cannot end a table row or start a
     block); Markdown and HTML punctuation backslash-escaped (no raw HTML, no emphasis, no
     `[text](url)` link, no `|` cell break); a zero-width space after `@`, inside `://`,
-    after `www` and after `#` before a digit, so GitHub makes no mention, autolink or
-    issue reference of it. Use it in Markdown contexts only, never inside an HTML block.
+    after `www` and after `#` or `GH-` before a digit, so GitHub makes no mention,
+    autolink or issue reference of it. Use it in Markdown contexts only, never inside an HTML block.
     """
     out = terminal_text(text).translate(_MARKDOWN_TABLE)
     out = out.replace("://", ":" + _ZERO_WIDTH_SPACE + "//")
