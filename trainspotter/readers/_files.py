@@ -78,14 +78,69 @@ def read_text(path: Path, display: str) -> str:
 TEXT_BLOCK_BYTES = 8 << 20
 """Bytes read at a time by `read_text_pieces`."""
 
+MAX_LINE_BYTES = 1 << 20
+"""The longest line (1 MiB, without its line break) a JSON Lines or CSV log may hold: a
+longer one is the one-line error, so memory follows the data, never one huge line (a
+200 MB one-line JSONL object or CSV header would otherwise take gigabytes to parse)."""
+
+
+class LineLengthGuard:
+    """Fed a file's bytes in order, raises InputError at the first line longer than
+    `limit` bytes. Two C-level searches per `limit` bytes: no copy, no Python loop over
+    lines, so it costs little even on a file of millions of short lines."""
+
+    def __init__(self, display: str, limit: int = MAX_LINE_BYTES) -> None:
+        self.display = display
+        self.limit = limit
+        self.offset = 0
+        """Bytes fed so far."""
+        self.line_start = 0
+        """Offset of the first byte of the current line."""
+        self.line_breaks = 0
+
+    def feed(self, data: bytes) -> None:
+        position, size = 0, len(data)
+        while position < size:
+            # Within a span of at most `limit` bytes no whole line can be too long, so only
+            # the line that runs into the span needs checking.
+            end = min(position + self.limit, size)
+            first = data.find(b"\n", position, end)
+            reach = (end if first == -1 else first) + self.offset - self.line_start
+            if reach > self.limit:
+                raise InputError(
+                    self.display,
+                    f"line {self.line_breaks + 1} is longer than {self.limit} bytes"
+                    " (the limit for one line of a log)",
+                )
+            if first != -1:
+                self.line_breaks += data.count(b"\n", first, end)
+                self.line_start = self.offset + data.rfind(b"\n", first, end) + 1
+            position = end
+        self.offset += size
+
+
+def check_line_lengths(path: Path, display: str, limit: int | None = None) -> None:
+    """Read the file once in blocks and raise InputError at a line longer than `limit`
+    (default MAX_LINE_BYTES; for a parser, like pandas', that would otherwise load such a
+    line whole)."""
+    guard = LineLengthGuard(display, MAX_LINE_BYTES if limit is None else limit)
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(TEXT_BLOCK_BYTES):
+                guard.feed(block)
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+
 
 def read_text_pieces(
-    path: Path, display: str, block: int = TEXT_BLOCK_BYTES
+    path: Path, display: str, block: int = TEXT_BLOCK_BYTES, max_line: int | None = None
 ) -> Iterator[tuple[int, str]]:
     """The file's text in pieces, each ending at a line break (the last at the end of the
     file), with `read_text`'s checks and one-line errors; yields (byte offset, text).
     The pieces joined are `read_text(path)`, so a line-based reader can parse a large
-    file without holding all its text, and all its lines, at once."""
+    file without holding all its text, and all its lines, at once. With `max_line`, a
+    line longer than that many bytes is an InputError (see `MAX_LINE_BYTES`)."""
+    guard = LineLengthGuard(display, max_line) if max_line is not None else None
     if path.is_dir():
         raise InputError(display, "is a folder, not a file")
     try:
@@ -104,6 +159,8 @@ def read_text_pieces(
                 data = handle.read(block)
                 if not data:
                     break
+                if guard is not None:
+                    guard.feed(data)
                 data = pending + data if pending else data
                 cut = data.rfind(b"\n") + 1
                 if cut == 0:

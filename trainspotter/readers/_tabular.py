@@ -53,7 +53,7 @@ import pandas as pd
 from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, IntArray, Run, Series
 from trainspotter.names import normalize
-from trainspotter.readers._files import BINARY_PROBE_BYTES, decode_head
+from trainspotter.readers._files import BINARY_PROBE_BYTES, check_line_lengths, decode_head
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -573,6 +573,10 @@ class RecordTableBuilder:
 # --- CSV to a table ----------------------------------------------------------------------
 
 CSV_DELIMITERS = (",", ";", "\t", "|")
+MAX_CSV_COLUMNS = 10_000
+"""The most columns a CSV header may name: pandas' work grows faster than linearly with
+the column count (520,000 columns in a 1 MiB header took minutes), and no training log
+logs that many metrics."""
 
 
 def count_unquoted(line: str, delimiter: str) -> int:
@@ -697,9 +701,17 @@ def read_csv_table(path: Path, display: str, *, layout: CsvLayout | None = None)
     if not raw_head:
         raise InputError(display, "file is empty")
     head = decode_head(raw_head, display)
+    check_line_lengths(path, display)
     layout = layout or sniff_csv_layout(head)
     if layout is None:
         raise InputError(display, "no header line (the file holds only blank lines)")
+    columns = count_unquoted(layout.header, layout.delimiter) + 1
+    if columns > MAX_CSV_COLUMNS:
+        # `head` may hold only the start of a long header: "at least".
+        raise InputError(
+            display,
+            f"the header names at least {columns:,} columns (the limit is {MAX_CSV_COLUMNS:,})",
+        )
 
     frame, bad_lines = parse_csv_frame(
         path, display, layout, skiprows=layout.skip_lines, encoding="utf-8-sig"

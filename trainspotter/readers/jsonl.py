@@ -34,6 +34,7 @@ from typing import Any
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._files import (
+    MAX_LINE_BYTES,
     display_name,
     first_line,
     read_text_pieces,
@@ -111,7 +112,7 @@ class JsonlReader:
         lines = JsonlLines()
         # Piece by piece (each ends at a line break): a large log is never held as one
         # string plus a list of all its lines.
-        for _, text in read_text_pieces(path, display):
+        for _, text in read_text_pieces(path, display, max_line=MAX_LINE_BYTES):
             lines.add(text.splitlines())
         return lines.run(self.name, display, options)
 
