@@ -190,3 +190,18 @@ def test_incomplete_last_record_is_skipped_with_a_note(tmp_path: Path) -> None:
     run = read_log(path)
     assert run.metrics["train/loss"].steps.tolist() == [1, 2, 3, 4]
     assert any("incomplete last record" in note for note in run.notes())
+
+
+def test_half_val_out_of_16_bits_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """D3 (ADVERSARIAL.md): a crafted DT_BFLOAT16 / DT_HALF tensor whose half_val does not
+    fit 16 bits is skipped like any unreadable value (it was an OverflowError, exit 3)."""
+    payloads = [version_event()]
+    for step in (1, 2, 3):
+        payloads.append(scalar_event("loss", step, 1.0 / step, 1.7e9 + step))
+    payloads.append(tensor_event("b", 1, make_tensor(14, half_val=[2**20]), 10.0))
+    payloads.append(tensor_event("h", 1, make_tensor(19, half_val=[-1]), 10.0))
+    path = tmp_path / "events.out.tfevents.1.host"
+    path.write_bytes(b"".join(record(p) for p in payloads))
+    run = read_log(path)
+    [metric] = run.metrics.values()  # the loss (under its canonical name) and nothing else
+    assert metric.values.tolist() == [1.0, 0.5, float(np.float32(1.0 / 3))]

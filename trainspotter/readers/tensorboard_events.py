@@ -192,7 +192,10 @@ def tensor_scalar(tensor: Any) -> float | None:
     if len(values) != 1:
         return None
     if repeated == "half_val":
-        return _bits_to_float(int(values[0]), dtype)
+        bits = int(values[0])
+        # half_val is an int32 field carrying 16 bits: anything else is a malformed
+        # tensor, skipped like any other value we cannot read.
+        return _bits_to_float(bits, dtype) if 0 <= bits <= 0xFFFF else None
     return float(values[0])
 
 
