@@ -37,6 +37,7 @@ from __future__ import annotations
 import csv
 import enum
 import io
+import math
 import re
 import warnings
 from array import array
@@ -640,10 +641,25 @@ def sniff_csv_layout(head: str) -> CsvLayout | None:
     return CsvLayout(delimiter, first, None, first_index)
 
 
+def _float_or_nan(cell: Any) -> float:
+    try:
+        return float(cell)
+    except OverflowError:  # a Python int beyond the float range
+        return math.inf if cell > 0 else -math.inf
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def _text_column_to_numeric(column: pd.Series[Any]) -> NumericColumn:
     """Convert a column pandas left as text: numbers, nan/inf tokens, empties and garbage."""
     absent = column.isna().to_numpy(dtype=bool)
-    numbers = pd.to_numeric(column, errors="coerce")
+    try:
+        numbers = pd.to_numeric(column, errors="coerce")
+    except OverflowError:
+        # An integer too large for a float (`1` and 400 zeros): pandas raises even with
+        # errors="coerce"; Python's float() of the text gives +-inf, which later checks
+        # treat as any other non-finite value. Cell by cell, on this rare path only.
+        numbers = pd.Series([_float_or_nan(cell) for cell in column], dtype=np.float64)
     values = numbers.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
     parsed = ~np.isnan(values)
     unparsed = ~parsed & ~absent
