@@ -10,6 +10,7 @@ Python object per value. Non-finite values are kept: a NaN loss is evidence, not
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,20 @@ class Series:
         return int(np.count_nonzero(~np.isfinite(self.values)))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """`value` (JSON-like data) with every lone surrogate in a string replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_without_surrogates(v) for v in value)
+    return value
+
+
 @dataclass
 class Run:
     """Everything a reader could learn from one log."""
@@ -120,6 +135,15 @@ class Run:
     meta: dict[str, Any] = field(default_factory=dict)
     """Reader facts: the run-summary entry, skipped cells, duplicate steps, other runs in
     the file, notes. JSON-serialisable values only."""
+
+    def __post_init__(self) -> None:
+        # A JSON key or value can spell a lone surrogate (`"\\ud800"`), which no UTF-8
+        # output can encode: replaced once here, so every report can write every name.
+        if any(_SURROGATE.search(name) for name in self.metrics):
+            self.metrics = {_SURROGATE.sub("\ufffd", k): v for k, v in self.metrics.items()}
+        scrubbed = _without_surrogates(self.meta)
+        if scrubbed != self.meta:  # keep the reader's own dict unless it must change
+            self.meta = scrubbed
 
     def notes(self) -> list[str]:
         """Human-readable reader notes (skipped rows, fallbacks, other runs)."""
