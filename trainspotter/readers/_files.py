@@ -45,9 +45,13 @@ def check_text_bytes(data: bytes, display: str) -> None:
         raise InputError(display, "not a text training log (binary data)")
 
 
-def _not_utf8(data: bytes, exc: UnicodeDecodeError, display: str) -> InputError:
-    bad = data[exc.start : exc.start + 1].hex()
-    return InputError(display, f"not UTF-8 text (byte 0x{bad} at offset {exc.start})")
+def _not_utf8(data: bytes, exc: UnicodeDecodeError, display: str, offset: int = 0) -> InputError:
+    # utf-8-sig counts positions after a BOM it dropped (only a file's first bytes can
+    # hold one): offsets here are in the file.
+    bom = offset == 0 and data.startswith(codecs.BOM_UTF8)
+    start = exc.start + (len(codecs.BOM_UTF8) if bom else 0)
+    bad = data[start : start + 1].hex()
+    return InputError(display, f"not UTF-8 text (byte 0x{bad} at offset {offset + start})")
 
 
 def decode_text(data: bytes, display: str) -> str:
@@ -188,10 +192,7 @@ def _decode_piece(data: bytes, offset: int, display: str) -> str:
     try:
         return data.decode("utf-8-sig" if offset == 0 else "utf-8")
     except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.start + 1].hex()
-        raise InputError(
-            display, f"not UTF-8 text (byte 0x{bad} at offset {offset + exc.start})"
-        ) from None
+        raise _not_utf8(data, exc, display, offset) from None
 
 
 def numbered_subfolders(folder: Path, prefix: str) -> list[tuple[int, Path]]:
