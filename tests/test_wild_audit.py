@@ -92,8 +92,8 @@ WRONG = [
     Expect("#5", "hf/006", "grad_norm", r"grad_norm"),
     Expect("#7", "hf/018", "eval_noise", r"eval/loss"),
     Expect("#17", "lightning/009", "plateau", r"mse_loss"),
-    Expect("#18", "lightning/010", "eval_noise", r"val_f1_score_step", open_in="issue 10 class 1"),
-    Expect("#19", "lightning/010", "eval_noise", r"val_loss_step", open_in="issue 10 class 1"),
+    Expect("#18", "lightning/010", "eval_noise", r"val_f1_score_step"),
+    Expect("#19", "lightning/010", "eval_noise", r"val_loss_step"),
 ]
 
 MISSES = [
@@ -148,7 +148,6 @@ def test_not_learning_needs_the_absence_of_a_falling_trend() -> None:
     assert not said
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 class 1: one finding per quantity")
 def test_one_finding_per_quantity() -> None:
     """#16: initial_omega_loss and its `_epoch` twin are one quantity: one finding."""
     twins = [f.metric for f in alarms("lightning/007") if f.metric.startswith("initial_omega_loss")]

@@ -19,18 +19,20 @@ from trainspotter.readers import detect_format, read_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lightning"
 METRICS = DATA / "lightning_logs" / "version_0" / "metrics.csv"
+WILD = Path(__file__).resolve().parents[2].parent / "shared" / "wild"
 
 
 def test_committed_fixture() -> None:
     run = read_log(METRICS)
     assert_well_formed(run)
     assert run.source_format == "lightning"
-    assert sorted(run.metrics) == ["epoch", "eval/loss", "lr", "train/loss", "train_loss_epoch"]
+    # train_loss_step and train_loss_epoch are one quantity: the per-step curve is kept.
+    assert sorted(run.metrics) == ["epoch", "eval/loss", "lr", "train/loss"]
+    assert any("dropped train_loss_epoch (kept train_loss_step)" in n for n in run.notes())
     # lr-Adam halves each epoch under the StepLR schedule.
     assert np.unique(run.metrics["lr"].values).tolist() == [0.0125, 0.025, 0.05]
     # Sparse columns: validation and epoch-level rows only at each epoch's last step.
     assert run.metrics["eval/loss"].steps.tolist() == [7, 15, 23]
-    assert run.metrics["train_loss_epoch"].steps.tolist() == [7, 15, 23]
     assert len(run.metrics["train/loss"]) == 12
     assert run.meta["duplicate_steps"] == {}  # `epoch` repeated on a step's rows is no conflict
 
@@ -61,18 +63,69 @@ def test_latest_version_is_read(make_file: MakeFile, tmp_path: Path) -> None:
     assert "read version_10/metrics.csv, the latest of 3 versions" in run.notes()
 
 
-def test_validation_step_metrics_keep_their_name(make_file: MakeFile) -> None:
-    # on_step validation logging writes the validation batch index into `step` (wild set).
+def test_per_validation_batch_columns_are_dropped(make_file: MakeFile) -> None:
+    # on_step validation logging writes the validation batch index into `step` (the wild
+    # lightning/010 layout): those points are batches, not evaluations.
     content = (
         "val_loss_step,step,val_loss_epoch,epoch,train_loss_epoch,train_loss_step\r\n"
-        "1.4,0,,,,\r\n1.0,1,,,,\r\n,11,1.2,0,,\r\n,11,,0,1.1,\r\n0.9,2,,,,\r\n,12,,,,1.05\r\n"
+        "1.4,0,,,,\r\n1.0,1,,,,\r\n,11,1.2,0,,\r\n,11,,0,1.1,\r\n0.9,2,,,,\r\n"
+        "0.8,3,,,,\r\n,23,1.0,1,,\r\n,23,,1,0.9,\r\n,24,,,,1.05\r\n"
     )
     run = read_log(make_file("metrics.csv", content))
     assert run.source_format == "lightning"
-    assert run.metrics["val_loss_step"].steps.tolist() == [0, 1, 2]
-    assert run.metrics["eval/loss"].values.tolist() == [1.2]
-    assert run.metrics["train/loss"].steps.tolist() == [12]
-    assert run.metrics["train_loss_epoch"].steps.tolist() == [11]
+    assert sorted(run.metrics) == ["epoch", "eval/loss", "train/loss"]
+    assert run.metrics["eval/loss"].values.tolist() == [1.2, 1.0]
+    # The per-step train curve has fewer points than the epoch one: the epoch one is kept.
+    assert run.metrics["train/loss"].steps.tolist() == [11, 23]
+    (note,) = [n for n in run.notes() if "per-validation-batch" in n]
+    assert "val_loss_step" in note and "val_loss_epoch" in note
+
+
+def test_a_lone_per_batch_column_is_dropped_and_said(make_file: MakeFile) -> None:
+    content = (
+        "val_acc_step,step,train_loss,epoch\n0.5,0,,\n0.6,1,,\n,10,2.0,0\n0.7,2,,\n0.7,3,,\n"
+        ",20,1.5,1\n0.8,4,,\n0.8,5,,\n"
+    )
+    run = read_log(make_file("metrics.csv", content))
+    assert "val_acc_step" not in run.metrics and "val_acc" not in run.metrics
+    assert any("val_acc_step had no _epoch twin" in n for n in run.notes())
+
+
+def test_a_resumed_run_keeps_its_step_columns(make_file: MakeFile) -> None:
+    # Killed after step 9, resumed from the checkpoint of step 6: steps 6-9 are logged
+    # again, behind the validation row of step 9. A minority of rows: nothing is dropped.
+    steps = [*range(10), *range(6, 16)]
+    rows = []
+    for s in steps:
+        rows.append(f"0,{s},{2.0 - s / 10},")
+        if s % 3 == 0:
+            rows.append(f"0,{s},,{2.1 - s / 10}")
+    content = "epoch,step,train_loss_step,val_loss\n" + "\n".join(rows) + "\n"
+    run = read_log(make_file("metrics.csv", content))
+    assert run.metrics["train/loss"].steps.tolist() == list(range(16))
+    assert not any("dropped" in n for n in run.notes())
+
+
+@pytest.mark.skipif(not WILD.is_dir(), reason="../shared/wild is not present")
+@pytest.mark.parametrize(
+    ("number", "metrics"),
+    [
+        # A PINN: four quantities logged per step and per epoch: four metrics, not eight.
+        (
+            "007",
+            ["dynamics_loss", "epoch", "initial_omega_loss", "initial_theta_loss", "train/loss"],
+        ),
+        # val_*_step are per-batch (steps 0..74 among training steps 11..299): dropped.
+        ("010", ["epoch", "eval/loss", "train/loss", "train_f1_score", "val_f1_score"]),
+    ],
+)
+def test_wild_step_epoch_columns(number: str, metrics: list[str]) -> None:
+    (path,) = (WILD / "lightning").glob(f"{number}__*")
+    run = read_log(path)
+    assert sorted(run.metrics) == metrics
+    eval_loss = run.metrics.get("eval/loss")
+    if eval_loss is not None:  # the epoch aggregate: one point per epoch, at training steps
+        assert eval_loss.steps.tolist()[:3] == [11, 23, 35]
 
 
 def test_nan_losses_are_kept(make_file: MakeFile) -> None:
@@ -128,5 +181,6 @@ def test_live_csvlogger(tmp_path: Path) -> None:
     trainer.fit(Tiny(), data, data)
     run = read_log(tmp_path / "lightning_logs")
     assert_well_formed(run)
-    assert {"train/loss", "train_loss_epoch", "eval/loss", "lr", "epoch"} <= set(run.metrics)
+    assert {"train/loss", "eval/loss", "lr", "epoch"} <= set(run.metrics)
+    assert "train_loss_epoch" not in run.metrics
     assert len(run.metrics["eval/loss"]) == 2

@@ -4,11 +4,12 @@ The file has `epoch` and `step` columns plus one column per logged key, and each
 only the keys logged together (step-level rows, epoch-level rows, validation rows), so the
 columns are sparse: an empty cell is "not logged at this step". Names follow Lightning's
 conventions: `X_step` / `X_epoch` are the per-step and per-epoch halves of a key logged with
-`on_step=True, on_epoch=True`. The per-step curve is the metric for training keys
-(`train_loss_step` -> `train/loss`, while `train_loss_epoch` stays its own metric); for
-validation keys the per-epoch value is (`val_loss_epoch` -> `eval/loss`), because a
-validation key logged per step carries the *validation batch index* in the `step` column
-(seen in the wild), so `val_loss_step` stays its own metric. `lr-<Optimizer>` from
+`on_step=True, on_epoch=True`: one quantity, so one of the two is kept
+(`_lightning_columns.py`: the per-step curve for training keys, `train_loss_step` ->
+`train/loss`; the per-epoch value for validation keys, `val_loss_epoch` -> `eval/loss`) and
+the other dropped with a note. A validation key logged per step carries the *validation
+batch index* in the `step` column (seen in the wild): such a column, recognised by steps
+that fall behind the training steps around it, is dropped with a note. `lr-<Optimizer>` from
 `LearningRateMonitor` becomes `lr`. Steps that go backwards are counted in
 `meta["backward_steps"]` and resolved by `Series.build`'s last-wins rule.
 
@@ -27,6 +28,7 @@ from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import is_eval
 from trainspotter.readers._files import display_name, folder_target, latest_numbered_file
+from trainspotter.readers._lightning_columns import choose_columns
 from trainspotter.readers._tabular import (
     RunBuilder,
     StepChoice,
@@ -117,11 +119,19 @@ class LightningReader:
         """The Run from a parsed metrics.csv (also used by `watch`)."""
         names = {name.lower(): name for name in table.columns}
         step = StepChoice(names["step"]) if "step" in names else None
+        choice = choose_columns(table, names.get("step"))
+        for note in choice.notes:
+            builder.note(note)
+
+        def spelling(raw: str) -> str:
+            return choice.renamed.get(raw) or lightning_spelling(raw)
+
         return table_to_run(
             table,
             builder,
-            name_for=lambda raw: canonical_name(raw, options.aliases, lightning_spelling),
+            name_for=lambda raw: canonical_name(raw, options.aliases, spelling),
             step=step,
+            exclude=choice.dropped,
         )
 
 
