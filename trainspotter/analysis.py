@@ -17,8 +17,13 @@ that recovered (`evidence["recovered_at_step"]`) reaches only to its recovery: w
 later is another incident (a spike that recovered long before a NaN is not its cause).
 Findings of `whole_run` detectors (a plateau, noisy evals) are never linked.
 
+Checks: before it runs, each enabled detector says what it would examine or why it
+abstains (`scope`, see `detectors/base.py`); an abstaining detector is not run. The result
+is `Analysis.checks`, one `Check` per registered detector (ran / abstained / disabled), so
+a report can say what was checked and a log with nothing to check is never "healthy".
+
 This module knows nothing of files or output formats, and names no detector: each
-detector declares its own rank and linking role (`detectors/base.py`).
+detector declares its own rank, linking role and scope (`detectors/base.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainspotter.detectors import DETECTORS
+from trainspotter.detectors.base import Abstain, scope_of
 from trainspotter.model import Finding, Run, Severity
 
 LINK_TOLERANCE = 0.02
@@ -65,6 +71,24 @@ class AnalysisSettings:
     """Detector id -> severity that replaces the detector's own."""
 
 
+RAN = "ran"
+ABSTAINED = "abstained"
+DISABLED = "disabled"
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one detector did with one log."""
+
+    detector: str
+    status: str
+    """`ran`, `abstained` (nothing it could examine) or `disabled` (by the config)."""
+    metrics: tuple[str, ...] = ()
+    """The metrics it examined (status `ran`); empty when the detector did not say."""
+    reason: str | None = None
+    """Why it abstained or was disabled."""
+
+
 @dataclass(frozen=True)
 class Analysis:
     """One log's result: the run, its ordered linked findings and the incident chains."""
@@ -74,6 +98,14 @@ class Analysis:
     chains: list[list[str]]
     """Each multi-finding incident as finding ids in causal order, root cause first."""
     detectors_run: list[str]
+    checks: list[Check] = field(default_factory=list)
+    """One per registered detector, in registry order: ran on which metrics, or why not."""
+
+    def examined_anything(self) -> bool:
+        """Whether any detector ran (a log where all abstained is not "healthy")."""
+        return any(c.status == RAN for c in self.checks) or (
+            not self.checks and bool(self.detectors_run)
+        )
 
     @property
     def worst(self) -> Severity | None:
@@ -97,20 +129,30 @@ class Analysis:
         raise KeyError(finding_id)
 
 
-def run_detectors(run: Run, settings: AnalysisSettings) -> tuple[list[Finding], list[str]]:
-    """Every enabled detector's findings (unordered) and the ids that ran."""
+def run_detectors(
+    run: Run, settings: AnalysisSettings
+) -> tuple[list[Finding], list[str], list[Check]]:
+    """Every enabled detector's findings (unordered), the ids that ran, and one check per
+    registered detector. A detector whose scope abstains is not run."""
     findings: list[Finding] = []
     ran: list[str] = []
+    checks: list[Check] = []
     for name, detector in DETECTORS.items():
         if settings.enabled is not None and name not in settings.enabled:
+            checks.append(Check(name, DISABLED, reason="disabled in the configuration"))
             continue
         params = settings.params.get(name) or detector.Params()
+        scope = scope_of(detector, run, params)
+        if isinstance(scope, Abstain):
+            checks.append(Check(name, ABSTAINED, reason=scope.reason))
+            continue
         found = detector.detect(run, params)
         if name in settings.severity:
             found = [dataclasses.replace(f, severity=settings.severity[name]) for f in found]
         findings.extend(found)
         ran.append(name)
-    return findings, ran
+        checks.append(Check(name, RAN, metrics=scope.metrics))
+    return findings, ran, checks
 
 
 def order_findings(findings: Iterable[Finding]) -> list[Finding]:
@@ -194,6 +236,6 @@ def _cause(earlier: list[Finding], finding: Finding) -> str | None:
 def analyze(run: Run, settings: AnalysisSettings | None = None) -> Analysis:
     """Detect, order and link: the whole analysis of one run."""
     settings = settings or AnalysisSettings()
-    found, ran = run_detectors(run, settings)
+    found, ran, checks = run_detectors(run, settings)
     linked, chains = link_findings(run, order_findings(found))
-    return Analysis(run=run, findings=linked, chains=chains, detectors_run=ran)
+    return Analysis(run=run, findings=linked, chains=chains, detectors_run=ran, checks=checks)

@@ -9,14 +9,55 @@ no finding) rather than guess.
 A detector also says how analysis links its findings into incidents (`causal_rank`,
 `whole_run`, `drives_same_step`), so the core never names a detector: adding one is its
 module and one registry line.
+
+A detector may also say, cheaply and before it runs, what it would examine
+(`scope(run, params) -> Scope | Abstain`): the metrics it reads, or why it has nothing to
+look at ("no step time or throughput metric"). Analysis records that per log
+(`Analysis.checks`) so every report can say what was checked, and a log with nothing to
+check never reads as healthy. A detector without `scope` is run and listed as having run
+on the metrics it did not declare (`scope_of`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainspotter.model import Finding, Run
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a detector examines in one run."""
+
+    metrics: tuple[str, ...]
+    """The canonical metric names it reads, sorted; empty only when it did not say."""
+
+
+@dataclass(frozen=True)
+class Abstain:
+    """Why a detector has nothing to examine in one run; it is not run."""
+
+    reason: str
+    """What is missing, e.g. "no step time or throughput metric"."""
+
+
+def scope_of(detector: object, run: Run, params: Any) -> Scope | Abstain:
+    """The detector's own `scope`, or (for one that does not declare it) a Scope with no
+    metric named: it runs on whatever it reads."""
+    declared = getattr(detector, "scope", None)
+    if declared is None:
+        return Scope(metrics=())
+    result: Scope | Abstain = declared(run, params)
+    return result
+
+
+def scope_or_abstain(metrics: Iterable[str], missing: str) -> Scope | Abstain:
+    """`Scope` of the metrics found, or `Abstain(missing)` when there are none: the usual
+    body of a detector's `scope`."""
+    found = tuple(sorted(set(metrics)))
+    return Scope(metrics=found) if found else Abstain(missing)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.model import Finding, Run, Series, Severity
 
 NAME = "eval_noise"
@@ -139,6 +140,10 @@ class EvalNoiseDetector:
     drives_same_step = False
     summary = "An eval metric whose jitter is large compared with its improvement."
     Params = EvalNoiseParams
+
+    def scope(self, run: Run, params: EvalNoiseParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        return scope_or_abstain(filter(is_quality_metric, run.metrics), "no evaluation metric")
 
     def detect(self, run: Run, params: EvalNoiseParams) -> list[Finding]:
         """One finding per quality eval metric too noisy to rank checkpoints by."""

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import loss_scale, stats
-from trainspotter.detectors.base import Above
+from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
 from trainspotter.model import Finding, Run, Series, Severity
 
 NAME = "grad_norm"
@@ -173,6 +173,10 @@ class GradNormDetector:
     drives_same_step = False
     summary = "Gradient-norm explosions; a post-clip norm pinned at the clip value."
     Params = GradNormParams
+
+    def scope(self, run: Run, params: GradNormParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        return scope_or_abstain(filter(is_grad_norm_metric, run.metrics), "no gradient-norm metric")
 
     def detect(self, run: Run, params: GradNormParams) -> list[Finding]:
         """Explosion episodes and clipping saturation for every gradient-norm metric."""

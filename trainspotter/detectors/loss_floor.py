@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
 
@@ -99,6 +100,12 @@ class LossFloorDetector:
     drives_same_step = False
     summary = "Heuristic: train loss implausibly low early, or train and eval both ~0 (leakage?)."
     Params = LossFloorParams
+
+    def scope(self, run: Run, params: LossFloorParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        trained = [TRAIN_LOSS] if TRAIN_LOSS in run.metrics else run.metrics
+        losses = [n for n in trained if is_loss_like(n) and not is_eval(n)]
+        return scope_or_abstain(losses, "no training loss metric")
 
     def detect(self, run: Run, params: LossFloorParams) -> list[Finding]:
         """At most one finding per training loss."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.detectors.base import Above
+from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "lr_schedule"
@@ -205,6 +205,12 @@ class LrScheduleDetector:
     drives_same_step = True
     summary = "Missing warmup, an LR that re-rises or jumps, an LR at ~0 long before the end."
     Params = LrScheduleParams
+
+    def scope(self, run: Run, params: LrScheduleParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        return scope_or_abstain(
+            [m for m in run.metrics if m == names.LR], "no learning-rate metric"
+        )
 
     def detect(self, run: Run, params: LrScheduleParams) -> list[Finding]:
         """Every LR-schedule finding for the run's `lr` metric."""

@@ -9,6 +9,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.detectors.eval_noise import higher_is_better, is_quality_metric
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
@@ -119,6 +120,13 @@ class OverfittingDetector:
     drives_same_step = False
     summary = "An eval loss rising from its minimum while the train loss keeps falling."
     Params = OverfittingParams
+
+    def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        evals = [m for m in run.metrics if m != names.TRAIN_LOSS and names.is_eval(m)]
+        evals = [m for m in evals if names.is_loss_like(m)]
+        train = [names.TRAIN_LOSS] if evals and names.TRAIN_LOSS in run.metrics else []
+        return scope_or_abstain([*train, *evals], "no eval loss metric")
 
     def detect(self, run: Run, params: OverfittingParams) -> list[Finding]:
         """One finding per loss-like eval metric that overfits or got much worse."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats, stuck
+from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
 from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
@@ -177,6 +178,11 @@ class PlateauDetector:
     drives_same_step = False
     summary = "A loss that stopped improving far from convergence (warning) or converged (info)."
     Params = PlateauParams
+
+    def scope(self, run: Run, params: PlateauParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        quality = filter(is_quality_metric, run.metrics)
+        return scope_or_abstain([*_watched_losses(run), *quality], "no loss or evaluation metric")
 
     def detect(self, run: Run, params: PlateauParams) -> list[Finding]:
         """At most one finding per watched loss: the run's flat tail, judged."""

@@ -10,7 +10,7 @@ from typing import Annotated
 import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
-from trainspotter.detectors.base import Above
+from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
 from trainspotter.model import Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
 
@@ -206,6 +206,10 @@ class SpikesDetector:
     drives_same_step = False
     summary = "Sudden jumps in a loss (train or eval): warning, error when it does not recover."
     Params = SpikesParams
+
+    def scope(self, run: Run, params: SpikesParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        return scope_or_abstain((n for n in run.metrics if is_loss_like(n)), "no loss metric")
 
     def detect(self, run: Run, params: SpikesParams) -> list[Finding]:
         """One finding per spike episode in every loss-like metric; the terms of a total

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.model import Finding, Run, Severity
 
 NAME = "throughput"
@@ -116,6 +117,14 @@ class ThroughputDetector:
     drives_same_step = False
     summary = "A sustained regression in step time or samples/tokens per second."
     Params = ThroughputParams
+
+    def scope(self, run: Run, params: ThroughputParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        logged = [m for m in (names.THROUGHPUT, names.STEP_TIME) if m in run.metrics]
+        loss = run.metrics.get(names.TRAIN_LOSS)
+        if not logged and loss is not None and bool(np.isfinite(loss.wall_time).any()):
+            logged = [names.TRAIN_LOSS]  # its wall-clock times give the seconds per step
+        return scope_or_abstain(logged, "no step time or throughput metric, no wall-clock times")
 
     def detect(self, run: Run, params: ThroughputParams) -> list[Finding]:
         """At most one finding (the largest sustained regression) per incident: when step

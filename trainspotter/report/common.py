@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
-from trainspotter.analysis import Analysis
+from trainspotter.analysis import RAN, Analysis
 from trainspotter.detectors import DETECTORS
 from trainspotter.model import Finding, Run, Severity
+from trainspotter.names import is_loss_like
 
 SEVERITIES_WORST_FIRST: tuple[Severity, ...] = tuple(sorted(Severity, reverse=True))
 """error, warning, info: the order every report lists severities in."""
@@ -160,3 +161,42 @@ def detector_ids(analyses: Sequence[Analysis]) -> list[str]:
             if name not in ids:
                 ids.append(name)
     return ids
+
+
+CHECK_METRICS_SHOWN = 4
+"""Metrics named per detector in a text report's checks line; the JSON has them all."""
+
+
+def metric_list(metrics: Sequence[str], limit: int = CHECK_METRICS_SHOWN) -> str:
+    """`a, b, c` or `a, b, c, d and 3 more`."""
+    shown = ", ".join(metrics[:limit])
+    return shown + (f" and {len(metrics) - limit} more" if len(metrics) > limit else "")
+
+
+def checks_ran(analysis: Analysis) -> list[str]:
+    """`spikes (train/loss, eval/loss)` per detector that ran (plain text, not escaped)."""
+    return [
+        f"{c.detector} ({metric_list(c.metrics)})" if c.metrics else c.detector
+        for c in analysis.checks
+        if c.status == RAN
+    ]
+
+
+def checks_not_run(analysis: Analysis) -> list[str]:
+    """`throughput: no step time or throughput metric` per detector that abstained or
+    was disabled (plain text, not escaped)."""
+    return [f"{c.detector}: {c.reason}" for c in analysis.checks if c.status != RAN]
+
+
+def not_a_health_verdict(analysis: Analysis) -> str | None:
+    """Why a log without warnings must not be called healthy (every detector abstained,
+    or none examined a loss), or None. A detector that did not declare its metrics
+    counts as having examined a loss: it cannot be told apart."""
+    if not analysis.checks:
+        return None if analysis.detectors_run else "no detector ran"
+    ran = [c for c in analysis.checks if c.status == RAN]
+    if not ran:
+        return "no detector had a metric to examine"
+    if all(c.metrics for c in ran) and not any(is_loss_like(m) for c in ran for m in c.metrics):
+        return "no loss metric was examined"
+    return None

@@ -32,6 +32,7 @@ from trainspotter.report.common import (
     counts_phrase,
     display_path,
     findings_root_cause_first,
+    not_a_health_verdict,
     step_range,
     steps_logged,
     total_counts,
@@ -160,6 +161,16 @@ def _severity_badge(severity: Severity | None) -> str:
     if severity is None:
         return '<span class="sev sev-ok">healthy</span>'
     return f'<span class="sev sev-{severity.label}">{severity.label}</span>'
+
+
+_NOT_CHECKED_BADGE = '<span class="sev">not checked</span>'
+
+
+def _log_badge(analysis: Analysis) -> str:
+    """The log's worst severity; "not checked" instead of "healthy" when nothing was."""
+    if analysis.worst is None and not_a_health_verdict(analysis) is not None:
+        return _NOT_CHECKED_BADGE
+    return _severity_badge(analysis.worst)
 
 
 def _anchor_prefix(index: int) -> str:
@@ -360,14 +371,28 @@ def _meta_html(run: Run) -> str:
     return f"<h3>Run metadata</h3><table><tbody>{''.join(items)}</tbody></table>"
 
 
+def _checks_html(analysis: Analysis) -> str:
+    """Which detectors ran on which metrics, and why the others did not."""
+    rows = "".join(
+        f"<tr><td><code>{html_name(c.detector)}</code></td><td>{html_text(c.status)}</td>"
+        f'<td class="mono">{html_text(", ".join(c.metrics) or (c.reason or ""))}</td></tr>'
+        for c in analysis.checks
+    )
+    if not rows:
+        return ""
+    head = "<tr><th>detector</th><th>status</th><th>metrics examined, or why not</th></tr>"
+    return f"<h3>Checks</h3><table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+
+
 def _log_section(analysis: Analysis, index: int, several: bool) -> str:
     run = analysis.run
     worst = analysis.worst
+    unchecked = not_a_health_verdict(analysis)
     if worst is None:
         verdict = (
             '<span class="healthy">No findings: the run looks healthy.</span>'
-            if analysis.detectors_run
-            else '<span class="muted">No detector ran.</span>'
+            if unchecked is None
+            else f'<span class="muted">No findings, but {html_text(unchecked)}.</span>'
         )
     else:
         verdict = f"{_severity_badge(worst)}{counts_phrase(total_counts([analysis]))}"
@@ -386,6 +411,7 @@ def _log_section(analysis: Analysis, index: int, several: bool) -> str:
     if analysis.findings:
         parts.append(f"<h3>Findings ({len(analysis.findings)})</h3>")
         parts.extend(_finding_html(f, index) for f in findings_root_cause_first(analysis))
+    parts.append(_checks_html(analysis))
     notes = run.notes()
     if notes:
         items = "".join(f"<li>{html_text(note)}</li>" for note in notes)
@@ -404,7 +430,7 @@ def _overview(analyses: Sequence[Analysis]) -> str:
         rows.append(
             f'<tr><td><a href="#{_anchor_prefix(index)}top">'
             f"{html_text(display_path(analysis.run.source_path))}</a></td>"
-            f"<td>{_severity_badge(analysis.worst)}</td>"
+            f"<td>{_log_badge(analysis)}</td>"
             + "".join(
                 f'<td class="num">{counts[s.label]}</td>' for s in sorted(Severity, reverse=True)
             )
@@ -426,10 +452,14 @@ def render_html(analyses: Sequence[Analysis]) -> str:
     else:
         page_title = f"trainspotter: {len(analyses)} logs"
     headline = "healthy: no findings" if worst is None else counts_phrase(totals)
+    badge = _severity_badge(worst)
+    if worst is None and any(not_a_health_verdict(a) is not None for a in analyses):
+        headline = "no findings, but not every log could be checked (see Checks)"
+        badge = _NOT_CHECKED_BADGE
     body = [
         "<main>",
         "<header><h1>trainspotter report</h1>",
-        f'<div class="verdict">{_severity_badge(worst)}{headline}</div>',
+        f'<div class="verdict">{badge}{headline}</div>',
         f'<p class="muted">{len(analyses)} log{"s" if len(analyses) != 1 else ""} analysed.</p>',
         "</header>",
     ]

@@ -3,8 +3,12 @@
 Shape (versioned by `schema_version`; the JSON Schema ships as
 `trainspotter/schemas/report.schema.json` and a test validates real outputs against it):
 
-- one log: `{schema_version, tool, run, summary, findings}`
-- several logs: `{schema_version, tool, logs: [{run, summary, findings}, ...], summary}`
+- one log: `{schema_version, tool, run, summary, findings, checks}`
+- several logs: `{schema_version, tool, logs: [{run, summary, findings, checks}, ...], summary}`
+
+`checks` (schema 1.1): per detector, `{detector, status, metrics, reason}`: `ran` on the
+listed metrics, `abstained` (nothing it could examine, `reason` says what is missing) or
+`disabled` by the configuration.
 
 Non-finite numbers (a NaN loss in evidence) are written as the strings "NaN", "Infinity"
 and "-Infinity", so the output is strict JSON that every parser accepts.
@@ -18,11 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainspotter import __version__
-from trainspotter.analysis import Analysis
+from trainspotter.analysis import Analysis, Check
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.report.base import RenderOptions
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def json_number(value: Any) -> Any:
@@ -89,6 +93,16 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
     }
 
 
+def check_dict(check: Check) -> dict[str, Any]:
+    """One detector's check: status, the metrics it examined, why it did not run."""
+    return {
+        "detector": check.detector,
+        "status": check.status,
+        "metrics": list(check.metrics),
+        "reason": check.reason,
+    }
+
+
 def summary_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
     """Counts of unsuppressed findings by severity, the worst severity, the chains."""
     by_severity = {s.label: 0 for s in sorted(Severity, reverse=True)}
@@ -113,11 +127,12 @@ def summary_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
 
 
 def analysis_dict(analysis: Analysis) -> dict[str, Any]:
-    """`{run, summary, findings}` for one log."""
+    """`{run, summary, findings, checks}` for one log."""
     return {
         "run": run_dict(analysis.run),
         "summary": summary_dict([analysis]),
         "findings": [finding_dict(f) for f in analysis.findings],
+        "checks": [check_dict(c) for c in analysis.checks],
     }
 
 

@@ -6,7 +6,8 @@ fails when its detector found something at or above the gate's level (`--fail-on
 each such finding is one `<failure>` line in the body and the first one's title is the
 failure message. Findings below the level, and suppressed ones, are listed in the test
 case's `<system-out>` without failing it. A detector that did not run for a log (disabled
-in config) is a skipped test case.
+in config) or abstained (nothing it could examine: "throughput: no step time or throughput
+metric") is a skipped test case with the reason, not a pass.
 
 Built with `xml.etree.ElementTree`, which escapes markup; `escape.xml_text` removes what
 XML 1.0 forbids (control characters, ANSI escapes), so any log text gives valid XML.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from trainspotter.analysis import Analysis
+from trainspotter.analysis import RAN, Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import detector_ids, display_path, step_range
@@ -49,6 +50,11 @@ def _suite(analysis: Analysis, fail_on: Severity, detectors: list[str]) -> ET.El
             suite, "testcase", name=xml_text(detector), classname=xml_text(f"trainspotter.{path}")
         )
         case.set("time", "0")
+        check = next((c for c in analysis.checks if c.detector == detector), None)
+        if not found and check is not None and check.status != RAN:
+            ET.SubElement(case, "skipped", message=xml_text(f"{check.status}: {check.reason}"))
+            skipped += 1
+            continue
         if not found and detector not in analysis.detectors_run:
             ET.SubElement(case, "skipped", message="detector not enabled for this log")
             skipped += 1
@@ -64,9 +70,12 @@ def _suite(analysis: Analysis, fail_on: Severity, detectors: list[str]) -> ET.El
                 type=failing[0].severity.label,
             )
             failure.text = "\n".join(_finding_line(f) for f in failing)
-        if passing:
+        out_lines = [_finding_line(f) for f in passing]
+        if check is not None and check.metrics:
+            out_lines.insert(0, xml_text("examined: " + ", ".join(check.metrics)))
+        if out_lines:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(_finding_line(f) for f in passing)
+            out.text = "\n".join(out_lines)
     suite.set("tests", str(len(detectors)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

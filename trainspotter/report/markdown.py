@@ -25,9 +25,12 @@ from trainspotter.model import Finding, Severity
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     chain_findings,
+    checks_not_run,
+    checks_ran,
     counts_phrase,
     display_path,
     findings_root_cause_first,
+    not_a_health_verdict,
     plural,
     step_range,
     total_counts,
@@ -67,10 +70,23 @@ def _log_text(text: str, limit: int = TEXT_LIMIT) -> str:
     return markdown_text(shorten(text, limit)) or "*(empty)*"
 
 
+_NOT_CHECKED = "\u26aa not checked"
+
+
+def _log_badge(analysis: Analysis) -> str:
+    """The log's worst severity; "not checked" instead of "healthy" when nothing was."""
+    if analysis.worst is None and not_a_health_verdict(analysis) is not None:
+        return _NOT_CHECKED
+    return _badge(analysis.worst)
+
+
 def _headline(analyses: Sequence[Analysis]) -> list[_Piece]:
     worst = worst_severity(analyses)
     logs = f" in {len(analyses)} logs" if len(analyses) > 1 else ""
-    if worst is None:
+    unchecked = [a for a in analyses if not_a_health_verdict(a) is not None]
+    if worst is None and unchecked:
+        head = f"## trainspotter: {_NOT_CHECKED}, no findings{logs}, not every log checked\n"
+    elif worst is None:
         head = f"## trainspotter: {_badge(None)}, no findings{logs}\n"
     elif worst is Severity.INFO:
         # Notes only (a converged tail, a recognised schedule): the run is healthy.
@@ -87,7 +103,7 @@ def _headline(analyses: Sequence[Analysis]) -> list[_Piece]:
             counts = total_counts([analysis])
             cells = [
                 _log_text(display_path(analysis.run.source_path), 300),
-                _badge(analysis.worst),
+                _log_badge(analysis),
                 *(str(n) for n in counts.values()),
             ]
             pieces.append(_Piece("| " + " | ".join(cells) + " |\n", ALWAYS))
@@ -137,7 +153,7 @@ def _log_pieces(analysis: Analysis) -> list[_Piece]:
     last_steps = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
     span = f"{max(last_steps):,} steps" if last_steps else "no steps"
     heading = (
-        f"\n### {_log_text(display_path(run.source_path), 300)}: {_badge(analysis.worst)}\n\n"
+        f"\n### {_log_text(display_path(run.source_path), 300)}: {_log_badge(analysis)}\n\n"
         f"Format {_log_text(run.source_format, 40)}, {span}, {len(run.metrics)} metrics"
     )
     counts = total_counts([analysis])
@@ -159,14 +175,33 @@ def _log_pieces(analysis: Analysis) -> list[_Piece]:
         pieces.extend(_Piece(_table_row(f), ROWS) for f in findings)
         pieces.append(_Piece("\n", ALWAYS))
         pieces.extend(_Piece(_details(f), DETAILS) for f in findings)
+    elif (unchecked := not_a_health_verdict(analysis)) is not None:
+        pieces.append(_Piece(f"\nNo findings, but {markdown_text(unchecked)}.\n", ALWAYS))
     elif analysis.detectors_run:
         pieces.append(_Piece("\nNo findings: the run looks healthy.\n", ALWAYS))
+    pieces.append(_Piece(_checks_text(analysis), ALWAYS))
     notes = run.notes()
     if notes:
         pieces.append(
             _Piece("\nReader notes: " + "; ".join(_log_text(n, 500) for n in notes) + "\n", DETAILS)
         )
     return pieces
+
+
+def _checks_text(analysis: Analysis) -> str:
+    """What was checked, in one collapsed block: detectors and metrics, or why not."""
+    ran, not_run = checks_ran(analysis), checks_not_run(analysis)
+    if not ran and not not_run:
+        return ""
+    lines = ["\n<details><summary>Checks</summary>", ""]
+    if ran:
+        lines.append("Checked: " + _log_text("; ".join(ran)))
+        lines.append("")
+    if not_run:
+        lines.append("Not checked: " + _log_text("; ".join(not_run)))
+        lines.append("")
+    lines.append("</details>\n")
+    return "\n".join(lines)
 
 
 def _fit_pieces(pieces: Sequence[_Piece], budget: int) -> tuple[list[_Piece], dict[int, int]]:

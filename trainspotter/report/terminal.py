@@ -20,8 +20,11 @@ from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
+    checks_not_run,
+    checks_ran,
     counts_phrase,
     findings_root_cause_first,
+    not_a_health_verdict,
     plural,
     step_range,
     steps_logged,
@@ -78,6 +81,10 @@ def _verdict(analysis: Analysis, style: _Style) -> str:
     if worst is None or worst is Severity.INFO:
         if not analysis.detectors_run:
             return "no detectors ran"
+        unchecked = not_a_health_verdict(analysis)
+        if unchecked is not None:
+            # Never green on nothing: the checks lines below say what was looked at.
+            return style.paint(f"no warnings or errors, but {unchecked}", _BOLD)
         # Info findings (a converged tail, a recognised restart schedule) are notes, not
         # problems: the verdict stays "healthy" so a good run reads as one.
         notes = [p for p in parts[2:] if not p.startswith("0 ")]
@@ -85,6 +92,17 @@ def _verdict(analysis: Analysis, style: _Style) -> str:
             f" ({', '.join(notes)})" if notes else ""
         )
     return style.paint(f"{worst.label.upper()}: ", _COLOR[worst]) + ", ".join(parts)
+
+
+def _check_lines(analysis: Analysis) -> list[str]:
+    """What was checked: each detector that ran and its metrics; why the others did not."""
+    lines = []
+    ran, not_run = checks_ran(analysis), checks_not_run(analysis)
+    if ran:
+        lines.extend(_wrap("Checked: " + terminal_text("; ".join(ran)), ""))
+    if not_run:
+        lines.extend(_wrap("Not checked: " + terminal_text("; ".join(not_run)), ""))
+    return lines
 
 
 def _chain_lines(analysis: Analysis, style: _Style) -> list[str]:
@@ -145,6 +163,7 @@ def render_one(analysis: Analysis, options: RenderOptions) -> str:
     style = _Style(options.color)
     lines = _header(analysis, style)
     lines.append(_verdict(analysis, style))
+    lines.extend(style.paint(line, _DIM) for line in _check_lines(analysis))
     chains = _chain_lines(analysis, style)
     if chains:
         lines.append("")

@@ -13,6 +13,7 @@ import dataclasses
 import math
 
 from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.detectors.divergence.nonfinite import (
     Episode,
     incidents,
@@ -152,6 +153,11 @@ class DivergenceDetector:
     drives_same_step = False
     summary = "NaN/Inf in a loss or gradient (error; lone fp16 skips: info) or a rising loss."
     Params = DivergenceParams
+
+    def scope(self, run: Run, params: DivergenceParams) -> Scope | Abstain:
+        """The metrics `detect` reads, or why there are none (cheap: names only)."""
+        watched = (n for n in run.metrics if is_loss_like(n) or is_gradient(n))
+        return scope_or_abstain(watched, "no loss or gradient-norm metric")
 
     def detect(self, run: Run, params: DivergenceParams) -> list[Finding]:
         """Non-finite episodes (one finding per incident) and sustained rises of losses."""
