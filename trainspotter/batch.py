@@ -149,10 +149,10 @@ def parallel_map(
 
 def _read_and_analyze(
     target: LogTarget, *, config: Config, fmt: str | None, run_name: str | None
-) -> Analysis:
-    from trainspotter.gate import read_and_analyze
+) -> list[Analysis]:
+    from trainspotter.gate import read_and_analyze_runs
 
-    return read_and_analyze(target, config, fmt, run_name)
+    return read_and_analyze_runs(target, config, fmt, run_name)
 
 
 def analyze_targets(
@@ -163,9 +163,10 @@ def analyze_targets(
     run_name: str | None = None,
     jobs: int | None = None,
     progress: TextIO | None = None,
-) -> list[Analysis | TrainspotterError]:
-    """Read and analyse each target (as `gate.read_and_analyze` does) on `jobs` processes;
-    one Analysis or TrainspotterError per target, in the targets' order."""
+) -> list[list[Analysis] | TrainspotterError]:
+    """Read and analyse each target (as `gate.read_and_analyze_runs` does) on `jobs`
+    processes; per target, in the targets' order, its analyses (one per run the log
+    holds: several for a multi-run W&B export) or the TrainspotterError."""
     work = functools.partial(_read_and_analyze, config=config, fmt=fmt, run_name=run_name)
     return parallel_map(work, targets, jobs=jobs, progress=progress, label="logs")
 
@@ -196,7 +197,7 @@ def analyze_paths(
     ):
         if isinstance(result, TrainspotterError):
             raise result
-        analyses.append(result)
+        analyses.extend(result)
     return analyses
 
 

@@ -55,7 +55,7 @@ from trainspotter.errors import (
     UsageError,
 )
 from trainspotter.model import Severity
-from trainspotter.readers import detect_format, read_log
+from trainspotter.readers import detect_format, read_runs
 from trainspotter.readers.base import ReadOptions
 from trainspotter.readers.hf import CHECKPOINT_PREFIX, STATE_FILE
 from trainspotter.readers.tensorboard_events import EVENT_FILE_PREFIX, KERAS_FOLDERS
@@ -285,12 +285,20 @@ def read_and_analyze(
 ) -> Analysis:
     """Read one log with the config's aliases and analyse it with its settings and
     suppressions. Raises TrainspotterError when the log cannot be read."""
+    return read_and_analyze_runs(target, config, fmt, run_name)[0]
+
+
+def read_and_analyze_runs(
+    target: LogTarget, config: Config, fmt: str | None, run_name: str | None = None
+) -> list[Analysis]:
+    """`read_and_analyze` for every run the log holds (`readers.read_runs`: each run of a
+    multi-run W&B export is a log of its own in the report); one Analysis for most logs."""
     chosen = fmt or config.format_for(target.pattern, target.display)
     options = ReadOptions(
         run_name=run_name, aliases=dict(config.aliases), display_path=target.display
     )
-    run = read_log(target.path, fmt=chosen, options=options)
-    return config.suppress(analyze(run, config.analysis_settings()))
+    runs = read_runs(target.path, fmt=chosen, options=options)
+    return [config.suppress(analyze(run, config.analysis_settings())) for run in runs]
 
 
 # --------------------------------------------------------------------------- outputs
@@ -501,7 +509,7 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
             problem = getattr(result, "problem", None) or str(result)
             failures.append(Problem(target.display, str(problem)))
         else:
-            analyses.append(result)
+            analyses.extend(result)
 
     worst_list = [a.worst for a in analyses if a.worst is not None]
     worst = max(worst_list) if worst_list else None

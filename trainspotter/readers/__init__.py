@@ -117,6 +117,26 @@ def read_log(
     return run
 
 
+def read_runs(
+    path: str | Path, *, fmt: str | None = None, options: ReadOptions | None = None
+) -> list[Run]:
+    """Every run one log holds, each a Run named by its run (`meta["run_name"]`): a W&B
+    chart export of several runs gives one Run per run, so each is checked; any other log
+    gives one. With `options.run_name`, only that run. The reader lists the runs it did
+    not read in `meta["other_runs"]`; each is read again by name (a chart export is small:
+    reading it once per run is cheaper than a second code path)."""
+    options = options or ReadOptions()
+    first = read_log(path, fmt=fmt, options=options)
+    others = first.meta.get("other_runs") or []
+    if options.run_name is not None or not isinstance(others, list):
+        return [first]
+    runs = [first]
+    for name in others:
+        again = ReadOptions(str(name), options.aliases, options.display_path)
+        runs.append(read_log(path, fmt=first.source_format, options=again))
+    return runs
+
+
 def require_data(run: Run, display: str) -> None:
     """Raise InputError when a log holds no logged value at all.
 

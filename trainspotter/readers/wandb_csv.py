@@ -8,7 +8,8 @@
   are dropped (they are W&B's bucket bounds; a note says when they differ from the value,
   i.e. W&B sampled the curve), columns are grouped by run, and one run is read:
   `ReadOptions.run_name` picks it (an InputError lists the names when it is absent), else
-  the first. `meta["run_name"]` names it and `meta["other_runs"]` lists the rest.
+  the first. `meta["run_name"]` names it and `meta["other_runs"]` lists the rest, which
+  `readers.read_runs` (what `analyze` and `gate` call) reads too: every run is checked.
 
 Rejected with a clear InputError: the runs-TABLE export (`Name`, `State`, ... one row per
 run, no step), which is a summary of many runs, not a curve. W&B's binary `.wandb` files and
@@ -165,8 +166,8 @@ class WandbReader:
         builder.meta["other_runs"] = others
         if others:
             builder.note(
-                f"this W&B export holds {len(run_names)} runs; read {chosen!r} "
-                f"(choose another with --run): {list_names(others)}"
+                f"this W&B export holds {len(run_names)} runs; this is {chosen!r} "
+                f"(--run NAME reads one run only); the others: {list_names(others)}"
             )
         if x_axis.lower() != "step":
             builder.note(f"the chart's x-axis column {x_axis!r} is used as the step")

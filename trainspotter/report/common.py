@@ -140,6 +140,16 @@ class DetectorDoc:
     """The whole docstring."""
 
 
+def log_label(run: Run) -> str:
+    """How a report names one log: its display path, plus `(run NAME)` when the file holds
+    several runs (a multi-run W&B export), so each run's section says which it is."""
+    path = display_path(run.source_path)
+    run_name = run.meta.get("run_name")
+    if run.meta.get("other_runs") and isinstance(run_name, str) and run_name:
+        return f"{path} (run {run_name})"
+    return path
+
+
 def detector_doc(detector_id: str) -> DetectorDoc:
     """The documentation of a registered detector; an unregistered id (a finding made by
     a plug-in or a test) gets a placeholder naming it."""

@@ -32,6 +32,7 @@ from trainspotter.report.common import (
     counts_phrase,
     display_path,
     findings_root_cause_first,
+    log_label,
     not_a_health_verdict,
     step_range,
     steps_logged,
@@ -401,7 +402,7 @@ def _log_section(analysis: Analysis, index: int, several: bool) -> str:
         verdict += f' <span class="muted">({suppressed} suppressed)</span>'
     parts = [
         f'<section id="{_anchor_prefix(index)}top">',
-        f"<h2>{html_text(display_path(run.source_path))}</h2>",
+        f"<h2>{html_text(log_label(run))}</h2>",
         f'<p class="facts-line">{_run_facts(run)}</p>',
         f'<div class="verdict">{verdict}</div>' if several else "",
         _cause_html(analysis, index),
@@ -429,7 +430,7 @@ def _overview(analyses: Sequence[Analysis]) -> str:
         counts = analysis.counts()
         rows.append(
             f'<tr><td><a href="#{_anchor_prefix(index)}top">'
-            f"{html_text(display_path(analysis.run.source_path))}</a></td>"
+            f"{html_text(log_label(analysis.run))}</a></td>"
             f"<td>{_log_badge(analysis)}</td>"
             + "".join(
                 f'<td class="num">{counts[s.label]}</td>' for s in sorted(Severity, reverse=True)

@@ -28,8 +28,8 @@ from trainspotter.report.common import (
     checks_not_run,
     checks_ran,
     counts_phrase,
-    display_path,
     findings_root_cause_first,
+    log_label,
     not_a_health_verdict,
     plural,
     step_range,
@@ -102,7 +102,7 @@ def _headline(analyses: Sequence[Analysis]) -> list[_Piece]:
         for analysis in analyses:
             counts = total_counts([analysis])
             cells = [
-                _log_text(display_path(analysis.run.source_path), 300),
+                _log_text(log_label(analysis.run), 300),
                 _log_badge(analysis),
                 *(str(n) for n in counts.values()),
             ]
@@ -153,7 +153,7 @@ def _log_pieces(analysis: Analysis) -> list[_Piece]:
     last_steps = [int(s.steps[-1]) for s in run.metrics.values() if len(s)]
     span = f"{max(last_steps):,} steps" if last_steps else "no steps"
     heading = (
-        f"\n### {_log_text(display_path(run.source_path), 300)}: {_log_badge(analysis)}\n\n"
+        f"\n### {_log_text(log_label(run), 300)}: {_log_badge(analysis)}\n\n"
         f"Format {_log_text(run.source_format, 40)}, {span}, {len(run.metrics)} metrics"
     )
     counts = total_counts([analysis])
