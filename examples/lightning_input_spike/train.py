@@ -175,7 +175,6 @@ def ground_truth(losses: dict[int, float], steps: int) -> dict[str, object]:
                 "metric": "val_loss_step",
                 "step_range": [0, steps],
                 "why": "val_loss_step is one value per validation batch, not an evaluation",
-                "open_issue": 10,
             },
             {
                 "detector": "*",

@@ -184,3 +184,16 @@ def test_live_csvlogger(tmp_path: Path) -> None:
     assert {"train/loss", "eval/loss", "lr", "epoch"} <= set(run.metrics)
     assert "train_loss_epoch" not in run.metrics
     assert len(run.metrics["eval/loss"]) == 2
+
+
+def test_real_run_with_step_and_epoch_twins() -> None:
+    """examples/lightning_input_spike, written by Lightning's CSVLogger: train_loss and
+    val_loss logged with on_step and on_epoch; val_loss_step carries batch indices."""
+    run = read_log(Path(__file__).resolve().parents[2] / "examples" / "lightning_input_spike")
+    assert sorted(run.metrics) == ["epoch", "eval/loss", "lr", "train/loss"]
+    assert len(run.metrics["train/loss"]) == 600  # the per-step curve, every step
+    eval_steps = run.metrics["eval/loss"].steps.tolist()  # one per validation, at train steps
+    assert len(eval_steps) == 30 and eval_steps == sorted(eval_steps) and eval_steps[0] >= 19
+    notes = " ".join(run.notes())
+    assert "per-validation-batch columns val_loss_step" in notes
+    assert "dropped train_loss_epoch (kept train_loss_step)" in notes
