@@ -105,7 +105,8 @@ class LossFloorDetector:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""
         trained = [TRAIN_LOSS] if TRAIN_LOSS in run.metrics else run.metrics
         losses = [n for n in trained if is_loss_like(n) and not is_eval(n)]
-        return scope_or_abstain(losses, "no training loss metric")
+        held_out = [n for n in run.metrics if is_loss_like(n) and is_eval(n)] if losses else []
+        return scope_or_abstain([*losses, *held_out], "no training loss metric")
 
     def detect(self, run: Run, params: LossFloorParams) -> list[Finding]:
         """At most one finding per training loss."""
