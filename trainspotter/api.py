@@ -38,7 +38,8 @@ ConfigLike = Config | str | os.PathLike[str] | None
 class Analysis(_analysis.Analysis):
     """One run's result: `run`, `findings` (ordered: errors first, then chronological),
     `worst` (the highest unsuppressed severity, or None), `chains` (incidents, root cause
-    first), and the CLI's reports of it."""
+    first), `checks` (per detector: the metrics it examined, or why it abstained), and
+    the CLI's reports of it."""
 
     @classmethod
     def of(cls, result: _analysis.Analysis) -> Analysis:
