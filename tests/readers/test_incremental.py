@@ -303,3 +303,23 @@ def test_text_pieces_join_to_read_text(data: bytes, bom: bool, block: int) -> No
             assert "".join(pieces) == whole
             assert all(p.endswith("\n") for p in pieces[:-1])
             assert [ln for p in pieces for ln in p.splitlines()] == whole.splitlines()
+
+
+@pytest.mark.parametrize("block", [1, 4, 1 << 20])
+@pytest.mark.parametrize(("data", "offset"), [(b"\n\x80", 4), (b"\x80\n", 3)])
+def test_bad_byte_after_a_bom_is_named_at_its_file_offset(
+    tmp_path: Path, block: int, data: bytes, offset: int
+) -> None:
+    """Regression (found by the property test above): after a BOM, `read_text` named the
+    BOM's second byte (0xbb at offset 1) instead of the real bad byte, 0x80 at offset 4."""
+    from trainspotter.readers._files import read_text, read_text_pieces
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + data)
+    expected = f"not UTF-8 text (byte 0x80 at offset {offset})"
+    with pytest.raises(InputError) as whole:
+        read_text(path, "log.jsonl")
+    assert whole.value.problem == expected
+    with pytest.raises(InputError) as pieces:
+        list(read_text_pieces(path, "log.jsonl", block=block))
+    assert pieces.value.problem == expected

@@ -45,9 +45,10 @@ def check_text_bytes(data: bytes, display: str) -> None:
         raise InputError(display, "not a text training log (binary data)")
 
 
-def _not_utf8(data: bytes, exc: UnicodeDecodeError, display: str, offset: int = 0) -> InputError:
-    # utf-8-sig counts positions after a BOM it dropped (only a file's first bytes can
-    # hold one): offsets here are in the file.
+def not_utf8(data: bytes, exc: UnicodeDecodeError, display: str, offset: int = 0) -> InputError:
+    """The one-line error for `data` (which starts at `offset` in the file) that did not
+    decode, naming the first bad byte and its offset in the file. utf-8-sig counts
+    positions after a BOM it dropped (only a file's first bytes can hold one)."""
     bom = offset == 0 and data.startswith(codecs.BOM_UTF8)
     start = exc.start + (len(codecs.BOM_UTF8) if bom else 0)
     bad = data[start : start + 1].hex()
@@ -60,7 +61,7 @@ def decode_text(data: bytes, display: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _not_utf8(data, exc, display) from None
+        raise not_utf8(data, exc, display) from None
 
 
 def decode_head(head: bytes, display: str) -> str:
@@ -71,7 +72,7 @@ def decode_head(head: bytes, display: str) -> str:
     try:
         return decoder.decode(head, final=False)
     except UnicodeDecodeError as exc:
-        raise _not_utf8(head, exc, display) from None
+        raise not_utf8(head, exc, display) from None
 
 
 def read_text(path: Path, display: str) -> str:
@@ -192,7 +193,7 @@ def _decode_piece(data: bytes, offset: int, display: str) -> str:
     try:
         return data.decode("utf-8-sig" if offset == 0 else "utf-8")
     except UnicodeDecodeError as exc:
-        raise _not_utf8(data, exc, display, offset) from None
+        raise not_utf8(data, exc, display, offset) from None
 
 
 def numbered_subfolders(folder: Path, prefix: str) -> list[tuple[int, Path]]:

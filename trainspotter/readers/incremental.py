@@ -47,6 +47,7 @@ from trainspotter.readers._files import (
     BINARY_PROBE_BYTES,
     check_text_bytes,
     decode_head,
+    not_utf8,
     read_text,
 )
 from trainspotter.readers._tabular import (
@@ -459,11 +460,7 @@ class JsonlTail:
         try:
             text = chunk.decode("utf-8-sig" if at_start else "utf-8")
         except UnicodeDecodeError as exc:
-            offset = self._follower.consumed + exc.start
-            bad = chunk[exc.start : exc.start + 1].hex()
-            raise InputError(
-                self.display, f"not UTF-8 text (byte 0x{bad} at offset {offset})"
-            ) from None
+            raise not_utf8(chunk, exc, self.display, self._follower.consumed) from None
         records = self._lines.records
         marks = records.marks()
         rows_before = records.row_count
