@@ -207,7 +207,7 @@ def tensorboard_records(curves: dict[str, object]) -> bytes:
     import numpy as np
     from tensorboard.compat.proto import event_pb2
 
-    from trainspotter.readers.tensorboard_events import masked_crc32c
+    from trainspotter.readers._tfrecord import masked_crc32c
 
     out = bytearray()
     steps = np.asarray(curves["step"]).astype(np.int64).tolist()

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from trainspotter import batch
+from trainspotter.batch import check_target
 from trainspotter.cli import main
 from trainspotter.config import load_config
+from trainspotter.discover import expand_patterns
 from trainspotter.errors import InputError, TrainspotterError, UsageError
-from trainspotter.gate import expand_patterns, read_and_analyze
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -61,7 +62,7 @@ def test_analyze_paths_parallel_equals_sequential(many_logs: Path) -> None:
     assert [a.run.source_path for a in parallel] == [a.run.source_path for a in serial]
     assert [a.findings for a in parallel] == [a.findings for a in serial]
     targets = expand_patterns(["*.csv"], base=many_logs, config=config).targets
-    direct = [read_and_analyze(t, config, None) for t in targets]
+    direct = [a for t in targets for a in check_target(t, config)]
     assert [a.findings for a in parallel] == [a.findings for a in direct]
 
 

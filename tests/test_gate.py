@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from trainspotter.cli import main
 from trainspotter.config import Config, parse_config
+from trainspotter.discover import expand_patterns
 from trainspotter.errors import UsageError
-from trainspotter.gate import GateOptions, expand_patterns, report_file_name, run_gate
+from trainspotter.gate import GateOptions, report_file_name, run_gate
 from trainspotter.model import Severity
 
 REPO = Path(__file__).resolve().parents[1]

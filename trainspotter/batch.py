@@ -1,6 +1,9 @@
-"""Analyse many logs on every core, with results in a deterministic order.
+"""Checking logs: one log (`check_run`, `check_target`), or many on every core.
 
-`analyze_targets(targets, config, jobs=...)` reads and analyses each `gate.LogTarget` in a
+`check_run(run, config)` is the check every front end runs on a Run (`analyze`, `gate`,
+`watch`, the Action): detect, order, link, then apply the config's `ignore` rules.
+`check_target(target, config)` reads one discovered log as the config says and checks it.
+`analyze_targets(targets, config, jobs=...)` checks each `discover.LogTarget` in a
 process pool and returns one entry per target, in the targets' order: the `Analysis`, or
 the `TrainspotterError` that target raised (an unreadable log), so a caller can report
 every log and decide itself (the gate lists every failure; `analyze` stops at the first).
@@ -30,14 +33,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
+from trainspotter.analysis import Analysis, analyze
+from trainspotter.config import Config
+from trainspotter.discover import LogTarget, expand_patterns
 from trainspotter.errors import InputError, TrainspotterError
-
-if TYPE_CHECKING:
-    from trainspotter.analysis import Analysis
-    from trainspotter.config import Config
-    from trainspotter.gate import LogTarget
+from trainspotter.model import Run
+from trainspotter.readers import read_runs
+from trainspotter.readers.base import ReadOptions
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -147,12 +151,25 @@ def parallel_map(
         bar.close()
 
 
-def _read_and_analyze(
-    target: LogTarget, *, config: Config, fmt: str | None, run_name: str | None
-) -> list[Analysis]:
-    from trainspotter.gate import read_and_analyze_runs
+def check_run(run: Run, config: Config) -> Analysis:
+    """Detect, order, link, then apply the config's `ignore` rules: what every front end
+    runs on a log (a suppressed finding stays, marked with its reason)."""
+    return config.suppress(analyze(run, config.analysis_settings()))
 
-    return read_and_analyze_runs(target, config, fmt, run_name)
+
+def check_target(
+    target: LogTarget, config: Config, fmt: str | None = None, run_name: str | None = None
+) -> list[Analysis]:
+    """Read one log with the config's format and aliases (`fmt` forces a reader) and
+    check every run it holds (`readers.read_runs`: each run of a multi-run W&B export is
+    a log of its own in the report; one Analysis for most logs). Raises
+    TrainspotterError when the log cannot be read."""
+    chosen = fmt or config.format_for(target.pattern, target.display)
+    options = ReadOptions(
+        run_name=run_name, aliases=dict(config.aliases), display_path=target.display
+    )
+    runs = read_runs(target.path, fmt=chosen, options=options)
+    return [check_run(run, config) for run in runs]
 
 
 def analyze_targets(
@@ -164,10 +181,9 @@ def analyze_targets(
     jobs: int | None = None,
     progress: TextIO | None = None,
 ) -> list[list[Analysis] | TrainspotterError]:
-    """Read and analyse each target (as `gate.read_and_analyze_runs` does) on `jobs`
-    processes; per target, in the targets' order, its analyses (one per run the log
-    holds: several for a multi-run W&B export) or the TrainspotterError."""
-    work = functools.partial(_read_and_analyze, config=config, fmt=fmt, run_name=run_name)
+    """`check_target` for each target on `jobs` processes; per target, in the targets'
+    order, its analyses (one per run the log holds) or the TrainspotterError."""
+    work = functools.partial(check_target, config=config, fmt=fmt, run_name=run_name)
     return parallel_map(work, targets, jobs=jobs, progress=progress, label="logs")
 
 
@@ -184,8 +200,6 @@ def analyze_paths(
     """`trainspotter analyze`: each PATH (a file, a folder or a glob pattern) read and
     analysed with the config on `jobs` processes, in path order; the first unreadable log
     (in that order) or empty pattern raises."""
-    from trainspotter.gate import expand_patterns
-
     base = base or Path(".")
     collected = expand_patterns(paths, base=base, allow_empty=config.allow_empty, config=config)
     if collected.failures:
@@ -201,4 +215,11 @@ def analyze_paths(
     return analyses
 
 
-__all__ = ["analyze_paths", "analyze_targets", "default_jobs", "parallel_map"]
+__all__ = [
+    "analyze_paths",
+    "analyze_targets",
+    "check_run",
+    "check_target",
+    "default_jobs",
+    "parallel_map",
+]

@@ -37,21 +37,23 @@ from trainspotter.config import (
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import (
     EXIT_BAD_INPUT,
-    EXIT_GATE_FAILED,
     EXIT_INTERNAL,
     EXIT_OK,
     TrainspotterError,
     UsageError,
 )
-from trainspotter.gate import GateOptions, fence_workflow_commands, run_gate
+from trainspotter.gate import GateOptions, run_gate
 from trainspotter.model import Severity
 from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions
-from trainspotter.report.escape import message_text
+from trainspotter.report.escape import fence_workflow_commands, message_text
+from trainspotter.verdict import exit_code
 
 PROG = "trainspotter"
 # `--html FILE`, `--json FILE`, ...: extra reports written in the same run, beside --output.
 EXTRA_OUTPUTS = ("html", "json", "markdown", "github", "sarif", "codequality", "junit")
+SEVERITY_CHOICES = [s.label for s in Severity]
+"""`--fail-on` values (analyze, watch, gate)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
     analyze_cmd.add_argument(
         "--fail-on",
-        choices=[s.label for s in Severity],
+        choices=SEVERITY_CHOICES,
         default=None,
         help="exit 1 when a finding is at or above this severity (default: the config's "
         "fail_on, else error)",
@@ -170,7 +172,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     watch_cmd.add_argument(
         "--fail-on",
-        choices=[s.label for s in Severity],
+        choices=SEVERITY_CHOICES,
         default=None,
         help="exit 1 at the first finding at or above this severity",
     )
@@ -212,7 +214,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
     )
     gate_cmd.add_argument(
-        "--fail-on", choices=[s.label for s in Severity], help="override the config's fail_on"
+        "--fail-on", choices=SEVERITY_CHOICES, help="override the config's fail_on"
     )
     gate_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
     gate_cmd.add_argument(
@@ -268,7 +270,8 @@ def _write_output(text: str, out: str | None, inputs: Sequence[Path]) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    """Read, analyse, render; exit by the worst severity."""
+    """Read, analyse, render; exit by the shared rule (`trainspotter.verdict`). An
+    unreadable log raises (exit 2) before anything is rendered."""
     config = load_config(args.config)
     fail_on = Severity.parse(args.fail_on) if args.fail_on else config.fail_on
     analyses: list[Analysis] = analyze_paths(
@@ -291,8 +294,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         extra_path = getattr(args, f"extra_{fmt}")
         if extra_path is not None:
             _write_output(REPORTS[fmt].render(analyses, plain), extra_path, inputs)
-    worst = [a.worst for a in analyses if a.worst is not None]
-    return EXIT_GATE_FAILED if worst and max(worst) >= fail_on else EXIT_OK
+    return exit_code(analyses, fail_on)
 
 
 def _defaults(params_type: type) -> str:

@@ -1,27 +1,20 @@
 """The CI gate: glob patterns -> logs -> analyses -> every output -> one exit code.
 
-1. **Expand** each pattern relative to the base folder (`**` spans folders; hidden files
-   and folders are not matched, the report folder never is). A pattern without glob
-   characters names one file or folder. A matched folder is a log when a reader finds
-   one in it (a TensorBoard run folder, a Hugging Face output folder) and no matched file
-   lies inside it. TensorBoard event files stand for their run folder (Keras `train/` and
-   `validation/` sub-folders for the folder above), so a run is read once, whole. Of the
-   `trainer_state.json` files of one Hugging Face output folder only the newest is read
-   (the top-level one, else the highest `checkpoint-N/`): each checkpoint's file holds
-   the log up to that checkpoint, so the others would repeat it; they are listed as
-   skipped. A pattern whose last part is `*` or `**` sweeps folders: there, files that no
-   reader recognises are skipped and listed; any other matched file is a log and must be
-   readable. A pattern that yields no log is an error, unless `allow_empty`.
-2. **Analyse** each log with the config's detector settings, aliases and `ignore` rules
-   (a suppressed finding stays in every report, marked with its reason).
-3. **Report**: the terminal log on stdout, GitHub annotations (in GitHub Actions only),
-   and in the report folder: `summary.md` (job summary), `comment.md` (PR comment),
+`run_gate` is five named steps:
+
+1. **Plan**: the options over the config (patterns, fail_on, outputs, report folder).
+2. **Check**: discover the logs (`trainspotter.discover`: globs, folders, TensorBoard run
+   folders, the newest Hugging Face checkpoint copy, sweeps) and check each one
+   (`batch.check_target`: the config's format, aliases, detector settings and `ignore`
+   rules; a suppressed finding stays in every report, marked with its reason).
+3. **Exit code** by the rule every front end shares (`trainspotter.verdict`): 2 when a
+   log could not be read or a pattern found nothing (the gate could not check everything
+   it was asked to; every readable log is still analysed and reported), else 1 when the
+   highest unsuppressed severity is at or above `fail_on`, else 0.
+4. **Print** the terminal log on stdout, and GitHub annotations (in GitHub Actions only).
+5. **Write** to the report folder: `summary.md` (job summary), `comment.md` (PR comment),
    `trainspotter.json` (all logs), `html/<log>.html` per log plus `html/index.html`, and
    on request SARIF, GitLab Code Quality and JUnit files.
-4. **Exit code**: 2 when a log could not be read or a pattern found nothing (the gate
-   could not check everything it was asked to; every readable log is still analysed and
-   reported, like a compiler that reports every file before failing), else 1 when the
-   highest unsuppressed severity is at or above `fail_on`, else 0.
 
 Inside GitHub Actions every line of human-readable output (which holds log-derived
 text: paths, metric names) is printed between `::stop-commands::<random token>` and
@@ -34,19 +27,18 @@ This module parses no log format and formats no finding itself: readers and the
 from __future__ import annotations
 
 import dataclasses
-import glob
 import hashlib
 import html
 import re
-import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from trainspotter.analysis import Analysis, analyze
+from trainspotter.analysis import Analysis
 from trainspotter.batch import analyze_targets
-from trainspotter.config import Config, glob_problem
+from trainspotter.config import Config
+from trainspotter.discover import Collected, Problem, expand_patterns
 from trainspotter.errors import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
@@ -55,13 +47,16 @@ from trainspotter.errors import (
     UsageError,
 )
 from trainspotter.model import Severity
-from trainspotter.readers import detect_format, read_runs
-from trainspotter.readers.base import ReadOptions
-from trainspotter.readers.hf import CHECKPOINT_PREFIX, STATE_FILE
-from trainspotter.readers.tensorboard_events import EVENT_FILE_PREFIX, KERAS_FOLDERS
 from trainspotter.report import REPORTS, RenderOptions
-from trainspotter.report.escape import markdown_text, workflow_message, workflow_property
+from trainspotter.report.common import total_counts
+from trainspotter.report.escape import (
+    fence_workflow_commands,
+    markdown_text,
+    workflow_message,
+    workflow_property,
+)
 from trainspotter.report.markdown import SUMMARY_LIMIT_BYTES, render_markdown
+from trainspotter.verdict import exit_code, worst_of
 
 COMMENT_LIMIT_BYTES = 60_000
 """GitHub rejects a comment body over 65,536 characters; this leaves room for the
@@ -89,228 +84,9 @@ _REPORT_OF_OUTPUT = {
     "comment": "markdown",
     "annotations": "github",
 }
-_GLOB_CHARS = re.compile(r"[*?\[]")
 _WINDOWS_RESERVED = frozenset(
     {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
 )
-
-
-@dataclass(frozen=True)
-class LogTarget:
-    """One log to analyse."""
-
-    path: Path
-    """Where to read it (file or folder)."""
-    display: str
-    """How reports name it: relative to the display root, forward slashes."""
-    pattern: str
-    """The pattern that found it (for per-pattern `format` entries)."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A path the gate skipped, or one it could not check."""
-
-    display: str
-    reason: str
-    is_pattern: bool = False
-    """A pattern that found nothing, rather than a file (no annotation location)."""
-
-
-@dataclass
-class Collected:
-    """The result of expanding the patterns."""
-
-    targets: list[LogTarget] = field(default_factory=list)
-    skipped: list[Problem] = field(default_factory=list)
-    """Matched paths that are not logs (a sweep) or that repeat another log."""
-    failures: list[Problem] = field(default_factory=list)
-    """Patterns that found nothing (when not allowed)."""
-
-
-# --------------------------------------------------------------------------- expanding
-
-
-def has_glob(pattern: str) -> bool:
-    """Whether a pattern holds glob characters (else it names one path)."""
-    return bool(_GLOB_CHARS.search(pattern))
-
-
-def shown(path: Path, display_root: Path) -> str:
-    """A path relative to the display root (forward slashes), else absolute."""
-    try:
-        return path.resolve().relative_to(display_root.resolve()).as_posix() or "."
-    except ValueError:
-        return str(path)
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path != folder and folder in path.parents
-
-
-def _is_sweep(pattern: str) -> bool:
-    last = pattern.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return last in ("*", "**")
-
-
-def _event_run_folder(file: Path) -> Path:
-    folder = file.parent
-    return folder.parent if folder.name in KERAS_FOLDERS else folder
-
-
-def _hf_output_folder(file: Path) -> Path:
-    folder = file.parent
-    if re.fullmatch(re.escape(CHECKPOINT_PREFIX) + r"\d+", folder.name):
-        return folder.parent
-    return folder
-
-
-def _hf_rank(file: Path) -> int:
-    """Top-level trainer_state.json first, then the highest checkpoint number."""
-    match = re.fullmatch(re.escape(CHECKPOINT_PREFIX) + r"(\d+)", file.parent.name)
-    return -1 if match is None else int(match.group(1))
-
-
-def _expand_one(
-    pattern: str,
-    base: Path,
-    display_root: Path,
-    exclude: Path | None,
-    config: Config | None,
-) -> tuple[list[Path], list[Problem]]:
-    """The log paths one glob pattern yields, and the matched paths it skipped."""
-    matches = sorted(glob.glob(pattern, root_dir=base, recursive=True))
-    paths = [base / m for m in matches]
-    if exclude is not None:
-        paths = [p for p in paths if p.resolve() != exclude and exclude not in p.resolve().parents]
-    files = [p for p in paths if p.is_file()]
-    folders = [p for p in paths if p.is_dir()]
-    skipped: list[Problem] = []
-    logs: list[Path] = []
-
-    events = [f for f in files if f.name.startswith(EVENT_FILE_PREFIX)]
-    states = [f for f in files if f.name == STATE_FILE]
-    others = [f for f in files if f not in events and f not in states]
-
-    # TensorBoard: one log per run folder, however many event files it holds.
-    logs.extend(dict.fromkeys(_event_run_folder(f) for f in events))
-    # Hugging Face: the newest trainer_state.json of each output folder.
-    by_output: dict[Path, list[Path]] = {}
-    for file in states:
-        by_output.setdefault(_hf_output_folder(file), []).append(file)
-    for group in by_output.values():
-        group.sort(key=_hf_rank)
-        newest = group[0] if _hf_rank(group[0]) == -1 else group[-1]
-        logs.append(newest)
-        for older in group:
-            if older != newest:
-                skipped.append(
-                    Problem(
-                        shown(older, display_root),
-                        f"an older copy of the log in {shown(newest, display_root)}",
-                    )
-                )
-    sweep = _is_sweep(pattern)
-    for file in others:
-        forced = config is not None and config.format_for(pattern, shown(file, display_root))
-        if sweep and not forced:
-            try:
-                detect_format(file, shown(file, display_root))
-            except TrainspotterError:
-                skipped.append(Problem(shown(file, display_root), "not a recognised training log"))
-                continue
-        logs.append(file)
-    # A matched folder is a log only when nothing matched inside it is one already.
-    for folder in folders:
-        if any(_inside(f, folder) for f in files) or any(_inside(p, folder) for p in logs):
-            continue
-        if any(_inside(other, folder) for other in folders):
-            continue
-        if folder in logs:
-            continue
-        try:
-            detect_format(folder, shown(folder, display_root))
-        except TrainspotterError:
-            continue  # a folder without a log in it is just a folder
-        logs.append(folder)
-    return logs, skipped
-
-
-def expand_patterns(
-    patterns: Sequence[str],
-    *,
-    base: Path,
-    display_root: Path | None = None,
-    allow_empty: bool = False,
-    exclude: Path | None = None,
-    config: Config | None = None,
-) -> Collected:
-    """The logs the patterns name, in pattern order, each once; see the module docstring.
-    Raises UsageError for an invalid pattern."""
-    display_root = display_root or base
-    exclude_resolved = exclude.resolve() if exclude is not None else None
-    collected = Collected()
-    seen: set[Path] = set()
-    for pattern in patterns:
-        problem = glob_problem(pattern)
-        if problem:
-            raise UsageError(f"invalid glob {pattern!r}: {problem}")
-        if has_glob(pattern):
-            paths, skipped = _expand_one(pattern, base, display_root, exclude_resolved, config)
-            collected.skipped.extend(skipped)
-            entries = [(p, shown(p, display_root)) for p in paths]
-        else:
-            target = base / pattern
-            if target.exists():
-                display = pattern if base == display_root else shown(target, display_root)
-                entries = [(target, display)]
-            else:
-                entries = []
-        fresh = 0
-        for path, display in entries:
-            key = path.resolve()
-            if key in seen:
-                continue
-            seen.add(key)
-            fresh += 1
-            collected.targets.append(LogTarget(path, display, pattern))
-        if not entries and not allow_empty:
-            what = "matched no training log" if has_glob(pattern) else "no such file or folder"
-            collected.failures.append(Problem(pattern, what, is_pattern=True))
-    return collected
-
-
-def read_and_analyze(
-    target: LogTarget, config: Config, fmt: str | None, run_name: str | None = None
-) -> Analysis:
-    """Read one log with the config's aliases and analyse it with its settings and
-    suppressions. Raises TrainspotterError when the log cannot be read."""
-    return read_and_analyze_runs(target, config, fmt, run_name)[0]
-
-
-def read_and_analyze_runs(
-    target: LogTarget, config: Config, fmt: str | None, run_name: str | None = None
-) -> list[Analysis]:
-    """`read_and_analyze` for every run the log holds (`readers.read_runs`: each run of a
-    multi-run W&B export is a log of its own in the report); one Analysis for most logs."""
-    chosen = fmt or config.format_for(target.pattern, target.display)
-    options = ReadOptions(
-        run_name=run_name, aliases=dict(config.aliases), display_path=target.display
-    )
-    runs = read_runs(target.path, fmt=chosen, options=options)
-    return [config.suppress(analyze(run, config.analysis_settings())) for run in runs]
-
-
-# --------------------------------------------------------------------------- outputs
-
-
-def fence_workflow_commands(text: str) -> str:
-    """Text for a GitHub Actions log with workflow commands switched off around it:
-    `::stop-commands::<fresh random token>`, the text, `::<token>::`. Nothing inside
-    (a metric name, a path) can issue a command, and the token cannot be guessed."""
-    token = secrets.token_hex(16)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"::stop-commands::{token}\n{body}::{token}::\n"
 
 
 def report_file_name(display: str, used: set[str]) -> str:
@@ -386,14 +162,6 @@ class GateResult:
     summary_markdown: str
     skipped_outputs: dict[str, str]
     """Output name -> why it was not produced."""
-
-
-def _totals(analyses: Iterable[Analysis]) -> dict[str, int]:
-    totals = {s.label: 0 for s in sorted(Severity, reverse=True)}
-    for analysis in analyses:
-        for label, count in analysis.counts().items():
-            totals[label] += count
-    return totals
 
 
 def _verdict(result_code: int, worst: Severity | None, fail_on: Severity, failures: int) -> str:
@@ -472,12 +240,31 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult:
-    """Expand, analyse, write every output, and decide the exit code."""
+@dataclass(frozen=True)
+class _Plan:
+    """Step 1: what to check and where to write, the options taken over the config."""
+
+    config: Config
+    base: Path
+    display_root: Path
+    fail_on: Severity
+    patterns: tuple[str, ...]
+    outputs: tuple[str, ...]
+    report_dir: Path
+    render: RenderOptions
+
+
+@dataclass
+class _Checked:
+    """Step 2: every log analysed, and what could not be checked or was skipped."""
+
+    analyses: list[Analysis]
+    failures: list[Problem]
+    skipped: list[Problem]
+
+
+def _plan(options: GateOptions) -> _Plan:
     config = options.config
-    base = options.base
-    display_root = options.display_root or base
-    fail_on = options.fail_on or config.fail_on
     patterns = options.patterns or config.paths
     if not patterns:
         raise UsageError(
@@ -485,50 +272,74 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
             "or set `paths` in .trainspotter.yml"
         )
     if options.format is not None:
-        config = _with_format(config, options.format)
+        config = dataclasses.replace(config, format=options.format, formats={})
     outputs = options.outputs if options.outputs is not None else config.report.outputs
     if not (options.comment if options.comment is not None else config.report.comment):
         outputs = tuple(o for o in outputs if o != "comment")
-    report_dir = options.report_dir or (base / config.report.directory)
-
-    collected = expand_patterns(
-        patterns,
-        base=base,
-        display_root=display_root,
-        allow_empty=config.allow_empty,
-        exclude=report_dir,
+    fail_on = options.fail_on or config.fail_on
+    return _Plan(
         config=config,
+        base=options.base,
+        display_root=options.display_root or options.base,
+        fail_on=fail_on,
+        patterns=tuple(patterns),
+        outputs=tuple(outputs),
+        report_dir=options.report_dir or (options.base / config.report.directory),
+        render=RenderOptions(color=options.color and not options.github, fail_on=fail_on),
     )
-    analyses: list[Analysis] = []
-    failures = list(collected.failures)
+
+
+def _check(plan: _Plan, options: GateOptions) -> _Checked:
+    collected: Collected = expand_patterns(
+        plan.patterns,
+        base=plan.base,
+        display_root=plan.display_root,
+        allow_empty=plan.config.allow_empty,
+        exclude=plan.report_dir,
+        config=plan.config,
+    )
+    checked = _Checked([], list(collected.failures), collected.skipped)
     results = analyze_targets(
-        collected.targets, config, jobs=options.jobs, progress=options.progress
+        collected.targets, plan.config, jobs=options.jobs, progress=options.progress
     )
     for target, result in zip(collected.targets, results, strict=True):
         if isinstance(result, TrainspotterError):
             problem = getattr(result, "problem", None) or str(result)
-            failures.append(Problem(target.display, str(problem)))
+            checked.failures.append(Problem(target.display, str(problem)))
         else:
-            analyses.extend(result)
+            checked.analyses.extend(result)
+    return checked
 
-    worst_list = [a.worst for a in analyses if a.worst is not None]
-    worst = max(worst_list) if worst_list else None
-    if failures:
-        code = EXIT_BAD_INPUT
-    elif worst is not None and worst >= fail_on:
-        code = EXIT_GATE_FAILED
-    else:
-        code = EXIT_OK
-    verdict = _verdict(code, worst, fail_on, len(failures))
 
-    # The terminal log (holds log-derived text: fenced off from workflow commands).
-    render = RenderOptions(color=options.color and not options.github, fail_on=fail_on)
+def _unavailable(outputs: Sequence[str]) -> dict[str, str]:
+    """Output name -> why it cannot be produced (its report format is not installed)."""
+    missing: dict[str, str] = {}
+    for name in outputs:
+        report = _REPORT_OF_OUTPUT[name]
+        if report not in REPORTS:
+            missing[name] = f"the {report!r} report format is not available"
+    return missing
+
+
+def _print_log(
+    plan: _Plan,
+    options: GateOptions,
+    checked: _Checked,
+    verdict: str,
+    unavailable: dict[str, str],
+    streams: tuple[TextIO, TextIO],
+) -> None:
+    """The terminal log (log-derived text: fenced off from workflow commands in GitHub
+    Actions), then our own annotations."""
+    stdout, stderr = streams
+    render = plan.render
+    analyses, failures = checked.analyses, checked.failures
     lines: list[str] = []
     if analyses:
         lines.append(REPORTS["terminal"].render(analyses, render).rstrip("\n"))
-    lines.extend(f"skipped {p.display}: {p.reason}" for p in collected.skipped)
-    checked = f"{len(analyses)} log{'s' if len(analyses) != 1 else ''} checked"
-    lines.append(f"trainspotter gate: {checked}; {verdict}")
+    lines.extend(f"skipped {p.display}: {p.reason}" for p in checked.skipped)
+    count = f"{len(analyses)} log{'s' if len(analyses) != 1 else ''} checked"
+    lines.append(f"trainspotter gate: {count}; {verdict}")
     text = "\n".join(lines) + "\n"
     error_lines = "".join(f"trainspotter: error: {p.display}: {p.reason}\n" for p in failures)
     if options.github:
@@ -536,13 +347,7 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
     else:
         stdout.write(text)
         stderr.write(error_lines)
-
-    skipped_outputs: dict[str, str] = {}
-    for name in outputs:
-        report = _REPORT_OF_OUTPUT[name]
-        if report not in REPORTS:
-            skipped_outputs[name] = f"the {report!r} report format is not available"
-    if options.github and "annotations" in outputs and "annotations" not in skipped_outputs:
+    if options.github and "annotations" in plan.outputs and "annotations" not in unavailable:
         stdout.write(REPORTS["github"].render(analyses, render))
         for p in failures:
             where = "" if p.is_pattern else f"file={workflow_property(p.display)},"
@@ -551,59 +356,81 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
             stdout.write(f"::error {where}title={title}::{message}\n")
     stdout.flush()
 
-    files: dict[str, Path] = {}
-    html_files: list[Path] = []
-    head, tail = _gate_markdown(verdict, code, failures, collected.skipped)
-    summary = _markdown(analyses, SUMMARY_LIMIT_BYTES, head, tail, options.artifact_note)
-    wanted = [o for o in outputs if o not in skipped_outputs and o != "annotations"]
-    if wanted:
-        report_dir.mkdir(parents=True, exist_ok=True)
+
+@dataclass
+class _Written:
+    """Step 5: the files written, and the summary Markdown (also for the Action)."""
+
+    files: dict[str, Path]
+    html_files: list[Path]
+    summary: str
+    report_dir: Path | None
+
+
+def _write_outputs(
+    plan: _Plan,
+    options: GateOptions,
+    checked: _Checked,
+    verdict: str,
+    code: int,
+    unavailable: dict[str, str],
+) -> _Written:
+    analyses, render = checked.analyses, plan.render
+    head, tail = _gate_markdown(verdict, code, checked.failures, checked.skipped)
+    note = options.artifact_note
+    written = _Written({}, [], _markdown(analyses, SUMMARY_LIMIT_BYTES, head, tail, note), None)
+    wanted = [o for o in plan.outputs if o not in unavailable and o != "annotations"]
+    if not wanted:
+        return written
+    report_dir = written.report_dir = plan.report_dir
+    report_dir.mkdir(parents=True, exist_ok=True)
     for name in wanted:
         if name == "summary":
-            files[name] = _write(report_dir / OUTPUT_FILES[name], summary)
+            written.files[name] = _write(report_dir / OUTPUT_FILES[name], written.summary)
         elif name == "comment":
-            comment = _markdown(analyses, COMMENT_LIMIT_BYTES, head, tail, options.artifact_note)
-            files[name] = _write(report_dir / OUTPUT_FILES[name], comment)
+            comment = _markdown(analyses, COMMENT_LIMIT_BYTES, head, tail, note)
+            written.files[name] = _write(report_dir / OUTPUT_FILES[name], comment)
         elif name == "html":
             used: set[str] = {"index.html"}
             entries: list[tuple[str, str, Severity | None]] = []
             for analysis in analyses:
                 file_name = report_file_name(analysis.run.source_path, used)
                 page = REPORTS["html"].render([analysis], render)
-                html_files.append(_write(report_dir / "html" / file_name, page))
+                written.html_files.append(_write(report_dir / "html" / file_name, page))
                 entries.append((analysis.run.source_path, file_name, analysis.worst))
             if entries:
-                files["html"] = _write(report_dir / "html" / "index.html", _index_html(entries))
+                index = _write(report_dir / "html" / "index.html", _index_html(entries))
+                written.files["html"] = index
         else:
             rendered = REPORTS[_REPORT_OF_OUTPUT[name]].render(analyses, render)
-            files[name] = _write(report_dir / OUTPUT_FILES[name], rendered)
+            written.files[name] = _write(report_dir / OUTPUT_FILES[name], rendered)
+    return written
 
+
+def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult:
+    """Plan, check, decide the exit code, print, write every output."""
+    plan = _plan(options)
+    checked = _check(plan, options)
+    code = exit_code(checked.analyses, plan.fail_on, unchecked=len(checked.failures))
+    worst = worst_of(checked.analyses)
+    verdict = _verdict(code, worst, plan.fail_on, len(checked.failures))
+    unavailable = _unavailable(plan.outputs)
+    _print_log(plan, options, checked, verdict, unavailable, (stdout, stderr))
+    written = _write_outputs(plan, options, checked, verdict, code, unavailable)
     return GateResult(
         exit_code=code,
-        fail_on=fail_on,
-        analyses=analyses,
-        failures=failures,
-        skipped=collected.skipped,
-        counts=_totals(analyses),
+        fail_on=plan.fail_on,
+        analyses=checked.analyses,
+        failures=checked.failures,
+        skipped=checked.skipped,
+        counts={s.label: n for s, n in total_counts(checked.analyses).items()},
         max_severity=worst,
-        report_dir=report_dir if wanted else None,
-        files=files,
-        html_files=html_files,
-        summary_markdown=summary,
-        skipped_outputs=skipped_outputs,
+        report_dir=written.report_dir,
+        files=written.files,
+        html_files=written.html_files,
+        summary_markdown=written.summary,
+        skipped_outputs=unavailable,
     )
 
 
-def _with_format(config: Config, fmt: str) -> Config:
-    return dataclasses.replace(config, format=fmt, formats={})
-
-
-__all__ = [
-    "GateOptions",
-    "GateResult",
-    "LogTarget",
-    "Problem",
-    "expand_patterns",
-    "report_file_name",
-    "run_gate",
-]
+__all__ = ["GateOptions", "GateResult", "report_file_name", "run_gate"]

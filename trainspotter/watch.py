@@ -5,13 +5,10 @@ that match are picked up, a path that does not exist yet is waited for), reads o
 was appended to each log (`readers/incremental.py`: complete lines / records only, a
 half-written last line or JSON file waits for the next poll, truncation and rotation start
 over), and prints each finding that is new, or that grew (the same episode over a longer
-range or at a higher severity), once. `--fail-on LEVEL` exits 1 at the first finding at or
+range or at a higher severity), once. `--fail-on LEVEL` stops at the first finding at or
 above LEVEL; `--exec CMD ...` runs CMD (an argument list, never a shell) for every new
-finding, and for a finding whose severity rose, with the finding's JSON
-(`report/json_report.finding_dict`) on stdin and `TRAINSPOTTER_EVENT`, `TRAINSPOTTER_LOG`,
-`TRAINSPOTTER_SEVERITY`, `TRAINSPOTTER_DETECTOR` and `TRAINSPOTTER_METRIC` in its
-environment. Every string printed that comes from a log goes through
-`report.escape.terminal_text`.
+finding, and for a finding whose severity rose. What is printed and how hooks are run is
+`trainspotter.watch_output`.
 
 Design: the same findings as `analyze`, at a cost per poll that grows with the new data.
 The nine detectors are batch algorithms over the whole series (robust windows that scale
@@ -32,30 +29,26 @@ decides *when* to run the batch analysis, and it makes that decision in O(new):
    interval therefore costs O(new) per poll plus the amortised analyses.
 3. **The findings watch ends with are exactly those of `analyze`** on the same final file:
    the final poll reads the file to its end as `read_log` does (a last line without a
-   newline included), the Run is built by the readers' own code, and the same
-   `analyze` + config suppressions run on it (tested on the bundled examples fed in pieces).
+   newline included), the Run is built by the readers' own code, and the same check runs
+   on it (`batch.check_run`; tested on the bundled examples fed in pieces).
 
 Findings are matched across analyses by `online.FindingTracker`, so a growing episode is
 reported as updated, not again. A finding that a
 later analysis no longer reports is not retracted in the stream; the summary at exit lists
 the final analysis.
 
-Exit codes: 0 after `--idle-exit` with nothing at or above `--fail-on`; 1 at the first
-finding at or above `--fail-on`; 2 when a log could not be read at the end or no log ever
-appeared; 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the final analysis and the
-summary: an interrupted watch is not a passed gate, and the shell convention (128 + signal)
-lets a wrapper script tell "stopped" from "clean".
-
-On a TTY (stderr) a status line shows the logs followed, the points and last step read and
-the time of the last poll; when stderr is piped nothing but plain lines is written.
+Exit codes, after the final analysis and the summary: the rule every front end shares
+(`trainspotter.verdict`) on the final findings, with fail_on from `--fail-on`, else the
+config's `fail_on`, else error: 2 when a log could not be read at the end or no log ever
+appeared, else 1 when a final finding is at or above fail_on, else 0. Then 130 on Ctrl-C
+(SIGINT) and 143 on SIGTERM: an interrupted watch is not a passed gate, and the shell
+convention (128 + signal) lets a wrapper script tell "stopped" from "clean".
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -63,34 +56,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from trainspotter.analysis import Analysis, analyze
+from trainspotter.analysis import Analysis
+from trainspotter.batch import check_run
 from trainspotter.config import Config
-from trainspotter.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, InputError
-from trainspotter.gate import LogTarget, expand_patterns
-from trainspotter.model import Finding, Run, Severity
+from trainspotter.discover import LogTarget, expand_patterns
+from trainspotter.errors import InputError, UsageError
+from trainspotter.model import Run, Severity
 from trainspotter.online import FindingTracker, Schedule, finding_key, live_run_meta
-from trainspotter.readers import READERS, detect_format, require_data
-from trainspotter.readers.base import ReadOptions
-from trainspotter.readers.incremental import Growth, Tail, open_tail
-from trainspotter.readers.tensorboard_events import EVENT_FILE_PREFIX
-from trainspotter.report.common import step_range
+from trainspotter.readers import log_root, require_data, resolve
+from trainspotter.readers.base import Growth, ReadOptions, Tail
 from trainspotter.report.escape import terminal_text
-from trainspotter.report.json_report import finding_dict
+from trainspotter.verdict import exit_code
+from trainspotter.watch_output import FindingEvent, WatchOutput, summary_text
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
 # --------------------------------------------------------------------------- one log
-
-
-@dataclass(frozen=True)
-class FindingEvent:
-    """A finding to report: `new`, or `updated` (grown, or its severity changed)."""
-
-    kind: str
-    log: str
-    finding: Finding
-    severity_rose: bool = False
 
 
 @dataclass
@@ -115,6 +97,10 @@ class _Log:
     def analyses(self) -> int:
         """Full analyses run on this log so far."""
         return self.schedule.analyses
+
+    @property
+    def display(self) -> str:
+        return self.target.display
 
 
 # --------------------------------------------------------------------------- the watcher
@@ -155,17 +141,21 @@ class Watcher:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.options = options
-        self.out = out
-        self.err = err
-        self.status = status
+        self.output = WatchOutput(
+            out,
+            err,
+            status=status,
+            color=options.color,
+            exec_command=options.exec_command,
+            exec_timeout=options.exec_timeout,
+        )
         self.clock = clock
         self.logs: dict[Path, _Log] = {}
         self.polls = 0
         self.failed = False
-        """A finding at or above --fail-on was reported."""
+        """A finding at or above --fail-on was reported (watching stops)."""
         self.last_poll_seconds = 0.0
         self.last_growth = clock()
-        self._status_shown = False
         self.shown_from = min(options.fail_on or Severity.WARNING, Severity.WARNING)
         """Findings below this are not printed or hooked (info, unless --fail-on info)."""
 
@@ -185,7 +175,7 @@ class Watcher:
         target = log.target
         path = target.path
         display = target.display
-        if path.is_file() and not path.name.startswith(EVENT_FILE_PREFIX):
+        if path.is_file() and log_root(path) is None:  # a text log (not a TensorBoard piece)
             size = path.stat().st_size
             if size == 0:
                 log.problem = "waiting: the file is empty"
@@ -200,20 +190,11 @@ class Watcher:
                 return None
         config = self.options.config
         fmt = self.options.fmt or config.format_for(target.pattern, display)
-        if fmt is not None:
-            reader = READERS[fmt]
-            resolved = path
-            if path.is_dir() and fmt not in ("tensorboard", "hf", "lightning"):
-                found = reader.find_in_folder(path)
-                if found is None:
-                    raise InputError(display, f"no {fmt} log found in this folder")
-                resolved = found
-        else:
-            reader, resolved = detect_format(path, display)
+        reader, resolved = resolve(path, fmt, display, follow=True)
         read_options = ReadOptions(
             run_name=self.options.run_name, aliases=dict(config.aliases), display_path=display
         )
-        return open_tail(reader, resolved, display, read_options)
+        return reader.open_tail(resolved, display, read_options)
 
     def poll(self, final: bool = False) -> list[FindingEvent]:
         """One pass over every log: read what is new, analyse when due, report."""
@@ -230,7 +211,7 @@ class Watcher:
                 break
         self.polls += 1
         self.last_poll_seconds = self.clock() - started
-        self._show_status()
+        self.output.show_status(list(self.logs.values()), self.last_poll_seconds)
         return events
 
     def _poll_log(self, log: _Log, final: bool) -> list[FindingEvent]:
@@ -265,7 +246,7 @@ class Watcher:
         schedule = log.schedule
         if growth.restarted:
             schedule.restart()
-            self.err_line(
+            self.output.line(
                 f"{terminal_text(log.target.display)}: the log was replaced or "
                 "truncated: reading it again from the start"
             )
@@ -306,9 +287,8 @@ class Watcher:
         return self._diff(log, analysis)
 
     def _analysis_of(self, run: Run, final: bool) -> Analysis:
-        config = self.options.config
         live_run_meta(run.meta, final)
-        return config.suppress(analyze(run, config.analysis_settings()))
+        return check_run(run, self.options.config)
 
     def _diff(self, log: _Log, analysis: Analysis) -> list[FindingEvent]:
         events: list[FindingEvent] = []
@@ -318,99 +298,17 @@ class Watcher:
                 continue  # info notes (a converged tail) are kept for the summary, not printed
             event = FindingEvent(change.kind, log.target.display, finding, change.severity_rose)
             events.append(event)
-            self._emit(event)
+            self.output.finding(event)
             fail_on = self.options.fail_on
             if fail_on is not None and finding.severity >= fail_on:
                 self.failed = True
         return events
 
-    # ---- output
-
     def _problem(self, log: _Log, problem: str) -> None:
         log.problem = problem
         if log.problem_reported != problem:
             log.problem_reported = problem
-            self.err_line(f"{terminal_text(log.target.display)}: {terminal_text(problem)}")
-
-    def _clear_status(self) -> None:
-        if self._status_shown:
-            self.err.write("\r\x1b[2K")
-            self.err.flush()
-            self._status_shown = False
-
-    def err_line(self, text: str) -> None:
-        self._clear_status()
-        self.err.write(f"trainspotter watch: {text}\n")
-        self.err.flush()
-
-    def _emit(self, event: FindingEvent) -> None:
-        self._clear_status()
-        finding = event.finding
-        label = finding.severity.label
-        if self.options.color:
-            code = {"error": "31;1", "warning": "33;1", "info": "36"}[label]
-            label = f"\x1b[{code}m{label}\x1b[0m" + " " * (7 - len(finding.severity.label))
-        else:
-            label = f"{label:7s}"
-        what = "NEW" if event.kind == "new" else "UPDATED"
-        self.out.write(
-            f"{what:7s} {label} {terminal_text(event.log)}: {terminal_text(finding.title)} "
-            f"({finding.detector}, {terminal_text(finding.metric)}, {step_range(finding)})\n"
-            f"        {terminal_text(finding.message)}\n"
-        )
-        self.out.flush()
-        if self.options.exec_command and (event.kind == "new" or event.severity_rose):
-            self._run_hook(event)
-
-    def _run_hook(self, event: FindingEvent) -> None:
-        finding = event.finding
-        payload = json.dumps(finding_dict(finding), ensure_ascii=False).encode("utf-8")
-        env = dict(os.environ)
-        env.update(
-            {
-                "TRAINSPOTTER_EVENT": event.kind,
-                "TRAINSPOTTER_LOG": terminal_text(event.log),
-                "TRAINSPOTTER_SEVERITY": finding.severity.label,
-                "TRAINSPOTTER_DETECTOR": finding.detector,
-                "TRAINSPOTTER_METRIC": terminal_text(finding.metric),
-            }
-        )
-        command = list(self.options.exec_command)
-        try:
-            done = subprocess.run(  # an argument list: no shell ever parses log text
-                command,
-                input=payload,
-                env=env,
-                timeout=self.options.exec_timeout,
-                check=False,
-            )
-        except FileNotFoundError:
-            self.err_line(f"--exec: command not found: {terminal_text(command[0])}")
-            return
-        except subprocess.TimeoutExpired:
-            self.err_line(f"--exec: {terminal_text(command[0])} timed out (killed)")
-            return
-        except OSError as exc:
-            self.err_line(f"--exec: cannot run {terminal_text(command[0])}: {exc.strerror}")
-            return
-        if done.returncode != 0:
-            self.err_line(f"--exec: {terminal_text(command[0])} exited {done.returncode}")
-
-    def _show_status(self) -> None:
-        if not self.status:
-            return
-        logs = len(self.logs)
-        points = sum(log.points for log in self.logs.values())
-        steps = [log.last_step for log in self.logs.values() if log.last_step is not None]
-        last = f", last step {max(steps):,}" if steps else ""
-        stamp = time.strftime("%H:%M:%S")
-        text = (
-            f"watching {logs} log{'s' if logs != 1 else ''}: {points:,} points{last}; "
-            f"last poll {stamp} ({self.last_poll_seconds * 1000:.0f} ms)"
-        )
-        self.err.write("\r\x1b[2K" + text[:200])
-        self.err.flush()
-        self._status_shown = True
+            self.output.problem(log.target.display, problem)
 
     # ---- running
 
@@ -423,39 +321,22 @@ class Watcher:
         return [log.analysis for log in self.logs.values() if log.analysis is not None]
 
     def summary(self, why: str) -> str:
-        lines = [f"trainspotter watch: {why} after {self.polls} poll(s); {len(self.logs)} log(s)"]
+        return summary_text(why, self.polls, list(self.logs.values()))
+
+    @property
+    def fail_on(self) -> Severity:
+        """`--fail-on`, else the config's `fail_on` (as `analyze` and `gate`)."""
+        return self.options.fail_on or self.options.config.fail_on
+
+    def unchecked(self) -> int:
+        """Logs that could not be checked: never readable, or none ever appeared."""
         if not self.logs:
-            lines.append("  no log appeared")
-        for log in self.logs.values():
-            name = terminal_text(log.target.display)
-            step = f", last step {log.last_step:,}" if log.last_step is not None else ""
-            if log.analysis is None:
-                lines.append(f"  {name}: {terminal_text(log.problem or 'nothing read')}")
-                continue
-            counts = ", ".join(f"{n} {label}" for label, n in log.analysis.counts().items())
-            lines.append(f"  {name}: {log.points:,} points{step}; {counts}")
-            if log.problem:
-                lines.append(f"    {terminal_text(log.problem)}")
-            for finding in log.analysis.findings:
-                if finding.suppressed is None:
-                    lines.append(
-                        f"    {finding.severity.label:7s} {terminal_text(finding.title)} "
-                        f"({finding.detector}, {step_range(finding)})"
-                    )
-        return "\n".join(lines) + "\n"
+            return 1
+        return sum(1 for log in self.logs.values() if log.problem and log.analysis is None)
 
     def exit_code(self) -> int:
-        if self.failed:
-            return EXIT_GATE_FAILED
-        if not self.logs or any(log.problem and log.analysis is None for log in self.logs.values()):
-            return EXIT_BAD_INPUT
-        if self.options.fail_on is None and any(
-            a.worst is not None and a.worst >= Severity.ERROR for a in self.analyses()
-        ):
-            # Without --fail-on, watch never stops early, but its exit code follows the
-            # same default as analyze: an error in the final findings fails.
-            return EXIT_GATE_FAILED
-        return EXIT_OK
+        """The shared exit rule on the final findings (see the module docstring)."""
+        return exit_code(self.analyses(), self.fail_on, unchecked=self.unchecked())
 
     def run(self, sleep: Callable[[float], None] = time.sleep) -> int:
         """Poll until `--fail-on` fires, `--idle-exit` passes, or a signal; then finish."""
@@ -480,9 +361,9 @@ class Watcher:
             self.finish()
         except KeyboardInterrupt:
             code = code or EXIT_INTERRUPTED
-        self._clear_status()
-        self.out.write(self.summary(why))
-        self.out.flush()
+        self.output.clear_status()
+        self.output.out.write(self.summary(why))
+        self.output.out.flush()
         return code if code is not None else self.exit_code()
 
 
@@ -492,8 +373,6 @@ class Terminated(KeyboardInterrupt):
 
 def watch(options: WatchOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """`trainspotter watch`: run a Watcher with SIGTERM handled like Ctrl-C."""
-    import signal
-
     out = out or sys.stdout
     err = err or sys.stderr
     status = bool(getattr(err, "isatty", lambda: False)())
@@ -515,8 +394,6 @@ def watch(options: WatchOptions, out: TextIO | None = None, err: TextIO | None =
 
 def validate(options: WatchOptions) -> WatchOptions:
     """Reject impossible option values with a one-line UsageError."""
-    from trainspotter.errors import UsageError
-
     if not options.patterns:
         raise UsageError("watch: give at least one PATH or GLOB")
     if not (options.interval > 0 and math.isfinite(options.interval)):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers import ReadOptions, detect_format, read_log, require_data
-from trainspotter.readers.incremental import Tail, open_tail
+from trainspotter.readers.base import Tail
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -39,7 +39,7 @@ def assert_same_run(got: Run | None, want: Run) -> None:
 def tail_for(path: Path, display: str | None = None) -> Tail:
     display = display or str(path)
     reader, target = detect_format(path, display)
-    return open_tail(reader, target, display, ReadOptions(display_path=display))
+    return reader.open_tail(target, display, ReadOptions(display_path=display))
 
 
 def grow(source: bytes, target: Path, cuts: list[int], *, as_format: Path | None = None) -> Tail:

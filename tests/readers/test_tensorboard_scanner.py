@@ -18,10 +18,8 @@ summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
 tensor_pb2 = pytest.importorskip("tensorboard.compat.proto.tensor_pb2")
 
 from trainspotter.readers import read_log  # noqa: E402
-from trainspotter.readers.tensorboard_events import (  # noqa: E402
-    EventFileScanner,
-    masked_crc32c,
-)
+from trainspotter.readers._event_scan import EventFileScanner  # noqa: E402
+from trainspotter.readers._tfrecord import masked_crc32c  # noqa: E402
 
 
 def record(payload: bytes) -> bytes:

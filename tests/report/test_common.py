@@ -10,10 +10,10 @@ from report_fixtures import divergent_run
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Severity
+from trainspotter.paths import shown_path
 from trainspotter.report.common import (
     counts_phrase,
     detector_doc,
-    display_path,
     finding_fingerprint,
     findings_root_cause_first,
     log_file,
@@ -23,13 +23,13 @@ from trainspotter.report.common import (
 )
 
 
-def test_display_path_is_relative_inside_the_working_directory(
+def test_shown_path_is_relative_inside_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert display_path(str(tmp_path / "runs" / "a.csv")) == "runs/a.csv"
-    assert display_path("./runs/a.csv") == "runs/a.csv"
-    assert display_path("/elsewhere/a.csv") == "/elsewhere/a.csv"
+    assert shown_path(str(tmp_path / "runs" / "a.csv")) == "runs/a.csv"
+    assert shown_path("./runs/a.csv") == "runs/a.csv"
+    assert shown_path("/elsewhere/a.csv") == "/elsewhere/a.csv"
 
 
 def test_path_uri() -> None:

@@ -2,7 +2,10 @@
 
 One module per format; adding a format is adding a module and one line to `READERS`.
 A folder is searched by each reader's `find_in_folder` in registry order (a HF output
-folder, a Lightning `version_N/`, a TensorBoard run folder, ...).
+folder, a Lightning `version_N/`, a TensorBoard run folder, ...). What the front ends
+need to know of a format they ask here, and this asks the readers: `resolve` (which reader
+and which path, sniffed or forced), `log_root` and `copy_rank` (matched files that are
+pieces or copies of one log, for discovery).
 """
 
 from __future__ import annotations
@@ -39,7 +42,17 @@ READERS: dict[str, Reader] = {
 
 HEAD_BYTES = 64 * 1024
 
-__all__ = ["READERS", "ReadOptions", "Reader", "detect_format", "read_log", "require_data"]
+__all__ = [
+    "READERS",
+    "ReadOptions",
+    "Reader",
+    "copy_rank",
+    "detect_format",
+    "log_root",
+    "read_log",
+    "require_data",
+    "resolve",
+]
 
 
 def _decode_head(raw: bytes) -> str | None:
@@ -88,6 +101,48 @@ def detect_format(path: Path, display: str) -> tuple[Reader, Path]:
     )
 
 
+def resolve(
+    path: Path, fmt: str | None, display: str, *, follow: bool = False
+) -> tuple[Reader, Path]:
+    """The reader for `path` and the path it reads: sniffed (`detect_format`), or the
+    reader `fmt` names, a folder resolved by its `find_in_folder`. With `follow` (watch), a
+    folder stays a folder for a reader that `follows_folder`, and an empty file is not an
+    error yet (it is waited for). Raises InputError when no reader fits."""
+    if fmt is None:
+        return detect_format(path, display)
+    if fmt not in READERS:
+        raise InputError(display, f"unknown format {fmt!r} (one of: {', '.join(READERS)})")
+    reader = READERS[fmt]
+    if path.is_dir():
+        if follow and reader.follows_folder:
+            return reader, path
+        found = reader.find_in_folder(path)
+        if found is None:
+            raise InputError(display, f"no {fmt} log found in this folder")
+        return reader, found
+    if not follow and path.stat().st_size == 0:
+        raise InputError(display, "file is empty")
+    return reader, path
+
+
+def log_root(file: Path) -> Path | None:
+    """The folder log a matched file is one piece of (`Reader.log_root`), if any."""
+    for reader in READERS.values():
+        root = reader.log_root(file)
+        if root is not None:
+            return root
+    return None
+
+
+def copy_rank(file: Path) -> tuple[Path, tuple[int, int]] | None:
+    """The group and rank of a file that is one copy of a log (`Reader.copy_rank`)."""
+    for reader in READERS.values():
+        rank = reader.copy_rank(file)
+        if rank is not None:
+            return rank
+    return None
+
+
 def read_log(
     path: str | Path, *, fmt: str | None = None, options: ReadOptions | None = None
 ) -> Run:
@@ -99,19 +154,7 @@ def read_log(
     target = Path(path)
     if not target.exists():
         raise InputError(display, "no such file or folder")
-    if fmt is not None:
-        if fmt not in READERS:
-            raise InputError(display, f"unknown format {fmt!r} (one of: {', '.join(READERS)})")
-        reader = READERS[fmt]
-        if target.is_dir():
-            found = reader.find_in_folder(target)
-            if found is None:
-                raise InputError(display, f"no {fmt} log found in this folder")
-            target = found
-        elif target.stat().st_size == 0:
-            raise InputError(display, "file is empty")
-    else:
-        reader, target = detect_format(target, display)
+    reader, target = resolve(target, fmt, display)
     run = reader.read(target, options)
     require_data(run, display)
     return run

@@ -21,11 +21,6 @@ from trainspotter.errors import InputError
 BINARY_PROBE_BYTES = 64 * 1024
 
 
-def display_name(path: Path, display: str | None) -> str:
-    """The path as the user gave it (for messages and `Run.source_path`)."""
-    return display if display is not None else str(path)
-
-
 def read_bytes(path: Path, display: str) -> bytes:
     """The file's bytes; InputError for a folder, an unreadable file or an empty one."""
     if path.is_dir():

@@ -21,7 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainspotter.model import Run
-from trainspotter.readers._files import display_name, single_file_with_suffix
+from trainspotter.readers._csv_tail import CsvTail
+from trainspotter.readers._files import single_file_with_suffix
 from trainspotter.readers._tabular import (
     RunBuilder,
     Table,
@@ -31,14 +32,15 @@ from trainspotter.readers._tabular import (
     sniff_csv_layout,
     table_to_run,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Reader, ReadOptions, Tail
+from trainspotter.readers.incremental import file_to_follow
 
 # Below every specific CSV-based format (lightning 80, wandb 90), above nothing.
 SCORE_DELIMITED = 30
 SCORE_CSV_NAME = 20
 
 
-class CsvReader:
+class CsvReader(Reader):
     """Generic CSV logs (see the module docstring)."""
 
     name = "csv"
@@ -58,8 +60,17 @@ class CsvReader:
         return single_file_with_suffix(folder, (".csv", ".tsv"))
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         return self.run_from_table(read_csv_table(path, display), display, options)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        file = file_to_follow(self, target, display)
+        return CsvTail(
+            display,
+            options,
+            locate=lambda: file,
+            build=lambda table: self.run_from_table(table, display, options),
+        )
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed table (also used by `watch`, which parses incrementally)."""

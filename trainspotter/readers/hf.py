@@ -30,13 +30,15 @@ writes with it) and accepts the non-standard NaN tokens.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._files import (
-    display_name,
     first_line,
     folder_target,
     latest_numbered_file,
@@ -49,7 +51,7 @@ from trainspotter.readers._tabular import (
     canonical_name,
     table_to_run,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.jsonl import parse_json
 
 STATE_FILE = "trainer_state.json"
@@ -137,11 +139,12 @@ def _scalar_facts(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class HfTrainerStateReader:
+class HfTrainerStateReader(Reader):
     """Hugging Face trainer_state.json (see the module docstring)."""
 
     name = "hf"
     description = "Hugging Face Trainer trainer_state.json (or an output/checkpoint folder)"
+    follows_folder = True  # each save may be a new checkpoint-N/: watch moves to the newest
 
     def sniff(self, path: Path, head: str) -> int:
         if '"log_history"' in head:
@@ -159,9 +162,23 @@ class HfTrainerStateReader:
         return folder_target(folder, _locate(folder))
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         file, builder = self.prepare(path, display)
         return self.run_from_state(self.load(file, display), builder, options)
+
+    def copy_rank(self, file: Path) -> tuple[Path, tuple[int, int]] | None:
+        """Each `checkpoint-N/trainer_state.json` holds the log up to step N: the copies
+        of one output folder are one log. The top-level file ranks highest (the Trainer
+        writes it at the end), then the highest N."""
+        if file.name != STATE_FILE:
+            return None
+        match = re.fullmatch(re.escape(CHECKPOINT_PREFIX) + r"(\d+)", file.parent.name)
+        if match is None:
+            return file.parent, (1, 0)
+        return file.parent.parent, (0, int(match.group(1)))
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        return HfTail(self, target, display, options)
 
     def prepare(self, path: Path, display: str) -> tuple[Path, RunBuilder]:
         """The trainer_state.json to read for `path` and a builder holding folder notes."""
@@ -265,6 +282,80 @@ class HfTrainerStateReader:
         if not isinstance(state["log_history"], list):
             raise InputError(display, "not a trainer_state.json: log_history is not a list")
         return state
+
+
+class HfTail:
+    """A `trainer_state.json` that the Trainer rewrites whole at every save (see
+    `readers/incremental.py`)."""
+
+    def __init__(
+        self, reader: HfTrainerStateReader, target: Path, display: str, options: ReadOptions
+    ) -> None:
+        self.reader = reader
+        self.target = target
+        self.display = display
+        self.options = options
+        self._seen: tuple[int, int, int] | None = None
+        self._state: dict[str, Any] | None = None
+        self._file: Path | None = None
+        self.waiting: str | None = None
+        """Why the last changed file was not taken (e.g. it does not parse yet)."""
+        self.points = 0
+
+    def poll(self, final: bool = False) -> Growth:
+        growth = Growth()
+        try:
+            file, _ = self.reader.prepare(self.target, self.display)
+            stat = file.stat()
+        except (InputError, FileNotFoundError):
+            if final and self._state is None:
+                raise
+            return growth
+        key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if key == self._seen and file == self._file:
+            return growth
+        try:
+            state = self.reader.state_from_text(read_text(file, self.display), self.display)
+        except InputError as exc:
+            # Half-written (the Trainer is saving): keep the last good state, try again.
+            self.waiting = exc.problem
+            if final:
+                raise
+            return growth
+        self.waiting = None
+        self._seen = key
+        old = self._state["log_history"] if self._state is not None else []
+        new = state["log_history"]
+        if file != self._file or len(new) < len(old) or (old and new[len(old) - 1] != old[-1]):
+            growth.restarted = self._state is not None
+            fresh_entries = new
+        else:
+            fresh_entries = new[len(old) :]
+        self._file = file
+        self._state = state
+        self.points = len(new)
+        growth.points = len(fresh_entries)
+        collected: dict[str, list[float]] = {}
+        for entry in fresh_entries:
+            if not isinstance(entry, dict) or is_summary_entry(entry):
+                continue
+            step = entry.get(STEP_KEY)
+            if isinstance(step, int) and not isinstance(step, bool):
+                growth.last_step = step
+            for key, value in entry.items():
+                if key in (STEP_KEY, EPOCH_KEY) or isinstance(value, bool):
+                    continue
+                if isinstance(value, int | float):
+                    name = canonical_name(key, self.options.aliases, hf_spelling)
+                    collected.setdefault(name, []).append(float(value))
+        growth.fresh = {name: np.asarray(v, dtype=np.float64) for name, v in collected.items()}
+        return growth
+
+    def run(self) -> Run | None:
+        if self._state is None:
+            return None
+        _, builder = self.reader.prepare(self.target, self.display)
+        return self.reader.run_from_state(self._state, builder, self.options)
 
 
 READER = HfTrainerStateReader()

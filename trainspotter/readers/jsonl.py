@@ -31,12 +31,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._files import (
+    BINARY_PROBE_BYTES,
     MAX_LINE_BYTES,
-    display_name,
+    check_text_bytes,
     first_line,
+    not_utf8,
     read_text_pieces,
     single_file_with_suffix,
 )
@@ -46,7 +50,8 @@ from trainspotter.readers._tabular import (
     canonical_name,
     table_to_run,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.incremental import Follower, file_to_follow
 
 SUFFIXES = (".jsonl", ".ndjson")
 SCORE_OBJECT_LINE = 70
@@ -87,7 +92,7 @@ def _describe(exc: ValueError) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-class JsonlReader:
+class JsonlReader(Reader):
     """JSON Lines logs (see the module docstring)."""
 
     name = "jsonl"
@@ -108,13 +113,16 @@ class JsonlReader:
         return single_file_with_suffix(folder, SUFFIXES)
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         lines = JsonlLines()
         # Piece by piece (each ends at a line break): a large log is never held as one
         # string plus a list of all its lines.
         for _, text in read_text_pieces(path, display, max_line=MAX_LINE_BYTES):
             lines.add(text.splitlines())
         return lines.run(self.name, display, options)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        return JsonlTail(self.name, file_to_follow(self, target, display), display, options)
 
 
 class JsonlLines:
@@ -178,6 +186,61 @@ class JsonlLines:
             builder,
             name_for=lambda raw: canonical_name(raw, options.aliases),
         )
+
+
+class JsonlTail:
+    """A growing JSON Lines log (see `readers/incremental.py`)."""
+
+    def __init__(self, source_format: str, file: Path, display: str, options: ReadOptions) -> None:
+        self.source_format = source_format
+        self.display = display
+        self.options = options
+        self.file = file
+        self._follower = Follower(file)
+        self._lines = JsonlLines()
+        self._names: dict[str, str] = {}
+        self.points = 0
+
+    def poll(self, final: bool = False) -> Growth:
+        data, replaced = self._follower.read()
+        growth = Growth(restarted=replaced)
+        if replaced:
+            self._lines = JsonlLines()
+            self.points = 0
+        end = len(data) if final else data.rfind(b"\n") + 1
+        if end == 0:
+            self._follower.keep(data, 0)
+            return growth
+        chunk = data[:end]
+        at_start = self._follower.consumed == 0
+        if self._follower.consumed < BINARY_PROBE_BYTES:
+            check_text_bytes(chunk[: BINARY_PROBE_BYTES - self._follower.consumed], self.display)
+        try:
+            text = chunk.decode("utf-8-sig" if at_start else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8(chunk, exc, self.display, self._follower.consumed) from None
+        records = self._lines.records
+        marks = records.marks()
+        rows_before = records.row_count
+        self._lines.add(text.splitlines())
+        self._follower.keep(data, end)
+        growth.points = records.row_count - rows_before
+        self.points = records.row_count
+        for raw, values in records.values_since(marks).items():
+            name = self._names.get(raw)
+            if name is None:
+                name = self._names[raw] = canonical_name(raw, self.options.aliases)
+            if name.lower() in ("step", "global_step", "_step", "iter", "iteration"):
+                if values.shape[0] and np.isfinite(values[-1]):
+                    growth.last_step = int(values[-1])
+                continue
+            growth.fresh[name] = values
+        return growth
+
+    def run(self) -> Run | None:
+        if self._lines.line_count == 0:
+            return None
+        return self._lines.run(self.source_format, self.display, self.options)
 
 
 READER = JsonlReader()

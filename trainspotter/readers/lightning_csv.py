@@ -27,7 +27,8 @@ from pathlib import Path
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import is_eval
-from trainspotter.readers._files import display_name, folder_target, latest_numbered_file
+from trainspotter.readers._csv_tail import CsvTail
+from trainspotter.readers._files import folder_target, latest_numbered_file
 from trainspotter.readers._lightning_columns import choose_columns
 from trainspotter.readers._tabular import (
     RunBuilder,
@@ -39,7 +40,7 @@ from trainspotter.readers._tabular import (
     sniff_csv_layout,
     table_to_run,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Reader, ReadOptions, Tail
 
 METRICS_FILE = "metrics.csv"
 VERSION_PREFIX = "version_"
@@ -72,11 +73,12 @@ def _locate(folder: Path) -> tuple[Path, str | None] | None:
     return None
 
 
-class LightningReader:
+class LightningReader(Reader):
     """Lightning CSVLogger `metrics.csv` (see the module docstring)."""
 
     name = "lightning"
     description = "PyTorch Lightning CSVLogger metrics.csv (or a version_N/ folder)"
+    follows_folder = True  # a restarted run writes a new version_N/: watch moves to it
 
     def sniff(self, path: Path, head: str) -> int:
         if "\x00" in head:
@@ -95,9 +97,25 @@ class LightningReader:
         return folder_target(folder, _locate(folder))
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         file, builder = self.prepare(path, display)
         return self.run_from_table(read_csv_table(file, display), builder, options)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        if target.is_dir() and self.find_in_folder(target) is None:
+            raise InputError(display, f"no {self.name} log in this folder")
+
+        def build(table: Table) -> Run:
+            _, builder = self.prepare(target, display)
+            return self.run_from_table(table, builder, options)
+
+        return CsvTail(
+            display,
+            options,
+            locate=lambda: self.prepare(target, display)[0],
+            build=build,
+            spelling=lightning_spelling,
+        )
 
     def prepare(self, path: Path, display: str) -> tuple[Path, RunBuilder]:
         """The metrics.csv to read for `path` and a builder holding the folder notes."""

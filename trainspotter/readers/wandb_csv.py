@@ -28,7 +28,7 @@ import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers._files import display_name
+from trainspotter.readers._csv_tail import CsvTail
 from trainspotter.readers._tabular import (
     NumericColumn,
     RunBuilder,
@@ -41,7 +41,8 @@ from trainspotter.readers._tabular import (
     sniff_csv_layout,
     table_to_run,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Reader, ReadOptions, Tail
+from trainspotter.readers.incremental import file_to_follow
 
 SCORE = 90
 RUN_METRIC_SEPARATOR = " - "
@@ -66,7 +67,7 @@ def _is_runs_table(cells: list[str]) -> bool:
     return lowered >= RUNS_TABLE_MARKERS and HISTORY_STEP not in cells
 
 
-class WandbReader:
+class WandbReader(Reader):
     """W&B run-history and chart-panel CSV exports (see the module docstring)."""
 
     name = "wandb"
@@ -97,8 +98,17 @@ class WandbReader:
         return exports[0] if len(exports) == 1 else None
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         return self.run_from_table(read_csv_table(path, display), display, options)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        file = file_to_follow(self, target, display)
+        return CsvTail(
+            display,
+            options,
+            locate=lambda: file,
+            build=lambda table: self.run_from_table(table, display, options),
+        )
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed export (also used by `watch`)."""

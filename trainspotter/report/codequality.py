@@ -19,10 +19,10 @@ from typing import Any
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
+from trainspotter.paths import shown_path
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     active_findings,
-    display_path,
     finding_fingerprint,
     log_file,
     step_range,
@@ -43,7 +43,7 @@ def issue(finding: Finding, path: str) -> dict[str, Any]:
         "categories": ["Bug Risk"],
         "fingerprint": finding_fingerprint(finding, path),
         "severity": SEVERITY[finding.severity],
-        "location": {"path": terminal_text(display_path(path)), "lines": {"begin": 1}},
+        "location": {"path": terminal_text(shown_path(path)), "lines": {"begin": 1}},
     }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from trainspotter.analysis import RAN, Analysis
 from trainspotter.detectors import DETECTORS
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.names import is_loss_like
+from trainspotter.paths import shown_path
 
 SEVERITIES_WORST_FIRST: tuple[Severity, ...] = tuple(sorted(Severity, reverse=True))
 """error, warning, info: the order every report lists severities in."""
@@ -38,12 +38,6 @@ def total_counts(analyses: Iterable[Analysis]) -> dict[Severity, int]:
         for finding in active_findings(analysis):
             totals[finding.severity] += 1
     return totals
-
-
-def worst_severity(analyses: Iterable[Analysis]) -> Severity | None:
-    """The worst unsuppressed severity over all logs, or None when all are healthy."""
-    worst = [a.worst for a in analyses if a.worst is not None]
-    return max(worst) if worst else None
 
 
 def plural(count: int, noun: str) -> str:
@@ -86,20 +80,6 @@ def findings_root_cause_first(analysis: Analysis) -> list[Finding]:
     return roots + [f for f in analysis.findings if f.id not in root_ids]
 
 
-def display_path(path: str) -> str:
-    """A log's path as reports show it: relative to the working directory when it lies
-    inside it (CI annotations and code-scanning locations are repository-relative), with
-    forward slashes; otherwise as given."""
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            candidate = candidate.relative_to(Path.cwd())
-        except ValueError:
-            return path.replace(os.sep, "/")
-    text = candidate.as_posix()
-    return text[2:] if text.startswith("./") else text
-
-
 def log_file(run: Run) -> str:
     """The file a finding should point at (annotations, SARIF, Code Quality): the path
     the user gave, joined with the file a reader picked inside it when it was a folder
@@ -113,7 +93,7 @@ def log_file(run: Run) -> str:
 def path_uri(path: str) -> str:
     """A URI reference for a log path (SARIF `artifactLocation.uri`): relative paths
     percent-encoded with `/` kept, absolute ones as `file://` URIs."""
-    shown = display_path(path)
+    shown = shown_path(path)
     if PurePosixPath(shown).is_absolute() or Path(shown).is_absolute():
         return Path(shown).resolve().as_uri()
     return quote(shown, safe="/")
@@ -123,7 +103,7 @@ def finding_fingerprint(finding: Finding, path: str) -> str:
     """A stable id for one finding across runs of the tool: the SHA-256 of detector,
     metric, log path and start step. It ignores wording, severity and the end step, so
     a reworded message or a longer episode is the same issue to CI dashboards."""
-    key = "\0".join((finding.detector, finding.metric, display_path(path), str(finding.step_start)))
+    key = "\0".join((finding.detector, finding.metric, shown_path(path), str(finding.step_start)))
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -143,7 +123,7 @@ class DetectorDoc:
 def log_label(run: Run) -> str:
     """How a report names one log: its display path, plus `(run NAME)` when the file holds
     several runs (a multi-run W&B export), so each run's section says which it is."""
-    path = display_path(run.source_path)
+    path = shown_path(run.source_path)
     run_name = run.meta.get("run_name")
     if run.meta.get("other_runs") and isinstance(run_name, str) and run_name:
         return f"{path} (run {run_name})"

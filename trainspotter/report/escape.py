@@ -8,7 +8,8 @@ sink, tested with hostile names in tests/report/test_escape.py:
 - one-line messages on stderr (`trainspotter: error: ...`): `message_text`
 - HTML and inline SVG: `html_text`
 - Markdown for GitHub (job summary, PR comment): `markdown_text`
-- GitHub workflow commands: `workflow_message`, `workflow_property`
+- GitHub workflow commands: `workflow_message`, `workflow_property`, and
+  `fence_workflow_commands` around a whole printed report in GitHub Actions
 - SARIF plain-text messages: `sarif_text`
 - XML (JUnit): `xml_text` (the XML writer escapes markup; this removes what XML forbids)
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import secrets
 
 # Bidirectional formatting characters (embeddings, overrides, isolates, marks): they make
 # a name display in a different order than it is (`run\u202etxt.exe`), so no sink keeps
@@ -145,6 +147,15 @@ def workflow_property(text: str) -> str:
     """A property value of a workflow command (`file=`, `title=`): the message escaping
     plus `:` and `,`, which would otherwise end the value or the property list."""
     return workflow_message(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def fence_workflow_commands(text: str) -> str:
+    """Text for a GitHub Actions log with workflow commands switched off around it:
+    `::stop-commands::<fresh random token>`, the text, `::<token>::`. Nothing inside
+    (a metric name, a path) can issue a command, and the token cannot be guessed."""
+    token = secrets.token_hex(16)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"::stop-commands::{token}\n{body}::{token}::\n"
 
 
 # --- SARIF ------------------------------------------------------------------------------

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
+from trainspotter.paths import shown_path
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     SEVERITIES_WORST_FIRST,
     active_findings,
-    display_path,
     log_file,
     plural,
     step_range,
@@ -59,7 +59,7 @@ def annotation(finding: Finding, path: str) -> str:
         )
     lines.extend(f"Fix: {terminal_text(fix)}" for fix in finding.fixes)
     message = shorten("\n".join(lines), MESSAGE_LIMIT)
-    properties = f"file={workflow_property(display_path(path))},title={workflow_property(title)}"
+    properties = f"file={workflow_property(shown_path(path))},title={workflow_property(title)}"
     return f"::{COMMAND[finding.severity]} {properties}::{workflow_message(message)}"
 
 

@@ -25,22 +25,22 @@ from collections.abc import Sequence
 from trainspotter import __version__, names
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Run, Severity
+from trainspotter.paths import shown_path
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     active_findings,
     chain_findings,
     counts_phrase,
-    display_path,
     findings_root_cause_first,
     log_label,
     not_a_health_verdict,
     step_range,
     steps_logged,
     total_counts,
-    worst_severity,
 )
 from trainspotter.report.escape import format_number, html_name, html_text, shorten
 from trainspotter.report.svg_chart import Chart, ChartLine, render_chart
+from trainspotter.verdict import worst_of
 
 MAIN_CHART = (960, 300)
 """viewBox size of the loss chart (the plot is about 880 units wide)."""
@@ -446,10 +446,10 @@ def _overview(analyses: Sequence[Analysis]) -> str:
 
 def render_html(analyses: Sequence[Analysis]) -> str:
     """The whole page."""
-    worst = worst_severity(analyses)
+    worst = worst_of(analyses)
     totals = total_counts(analyses)
     if len(analyses) == 1:
-        page_title = f"trainspotter: {display_path(analyses[0].run.source_path)}"
+        page_title = f"trainspotter: {shown_path(analyses[0].run.source_path)}"
     else:
         page_title = f"trainspotter: {len(analyses)} logs"
     headline = "healthy: no findings" if worst is None else counts_phrase(totals)

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 
 from trainspotter.analysis import RAN, Analysis
 from trainspotter.model import Finding, Severity
+from trainspotter.paths import shown_path
 from trainspotter.report.base import RenderOptions
-from trainspotter.report.common import detector_ids, display_path, log_label, step_range
+from trainspotter.report.common import detector_ids, log_label, step_range
 from trainspotter.report.escape import format_number, xml_text
 
 
@@ -41,7 +42,7 @@ def _finding_line(finding: Finding) -> str:
 
 
 def _suite(analysis: Analysis, fail_on: Severity, detectors: list[str]) -> ET.Element:
-    path = display_path(analysis.run.source_path)
+    path = shown_path(analysis.run.source_path)
     suite = ET.Element("testsuite", name=xml_text(log_label(analysis.run)))
     failures = skipped = 0
     for detector in detectors:

@@ -34,9 +34,9 @@ from trainspotter.report.common import (
     plural,
     step_range,
     total_counts,
-    worst_severity,
 )
 from trainspotter.report.escape import format_number, html_text, markdown_text, shorten
+from trainspotter.verdict import worst_of
 
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """GitHub's limit for one step's job summary."""
@@ -81,7 +81,7 @@ def _log_badge(analysis: Analysis) -> str:
 
 
 def _headline(analyses: Sequence[Analysis]) -> list[_Piece]:
-    worst = worst_severity(analyses)
+    worst = worst_of(analyses)
     logs = f" in {len(analyses)} logs" if len(analyses) > 1 else ""
     unchecked = [a for a in analyses if not_a_health_verdict(a) is not None]
     if worst is None and unchecked:

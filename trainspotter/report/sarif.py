@@ -25,11 +25,11 @@ from typing import Any
 from trainspotter import __version__
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
+from trainspotter.paths import shown_path
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     detector_doc,
     detector_ids,
-    display_path,
     finding_fingerprint,
     log_file,
     path_uri,
@@ -109,7 +109,7 @@ def sarif_log(analyses: Sequence[Analysis]) -> dict[str, Any]:
     artifacts: dict[str, dict[str, Any]] = {}
     for analysis in analyses:
         uri = path_uri(log_file(analysis.run))
-        description = f"training log {display_path(log_file(analysis.run))}"
+        description = f"training log {shown_path(log_file(analysis.run))}"
         artifacts.setdefault(
             uri, {"location": {"uri": uri}, "description": {"text": sarif_text(description)}}
         )

@@ -43,7 +43,9 @@ _RESET = "\x1b[0m"
 _WIDTH = 92
 
 
-class _Style:
+class Style:
+    """The terminal's colours (none unless `color`); `watch` prints with them too."""
+
     def __init__(self, color: bool) -> None:
         self.color = color
 
@@ -53,6 +55,11 @@ class _Style:
     def severity(self, severity: Severity) -> str:
         return self.paint(severity.label.upper().ljust(7), _COLOR[severity])
 
+    def severity_label(self, severity: Severity) -> str:
+        """The lower-case label in its colour, padded to 7 columns."""
+        pad = " " * (7 - len(severity.label))
+        return self.paint(severity.label, _COLOR[severity]) + pad
+
 
 def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, width=_WIDTH, initial_indent=indent, subsequent_indent=indent) or [
@@ -60,7 +67,7 @@ def _wrap(text: str, indent: str) -> list[str]:
     ]
 
 
-def _header(analysis: Analysis, style: _Style) -> list[str]:
+def _header(analysis: Analysis, style: Style) -> list[str]:
     run = analysis.run
     lengths = [len(s) for s in run.metrics.values()]
     name = terminal_text(run.source_path)
@@ -71,7 +78,7 @@ def _header(analysis: Analysis, style: _Style) -> list[str]:
     return [style.paint(title, _BOLD), style.paint(facts, _DIM)]
 
 
-def _verdict(analysis: Analysis, style: _Style) -> str:
+def _verdict(analysis: Analysis, style: Style) -> str:
     counts = analysis.counts()
     worst = analysis.worst
     parts = [plural(counts[s.label], s.label) for s in sorted(Severity, reverse=True)]
@@ -105,7 +112,7 @@ def _check_lines(analysis: Analysis) -> list[str]:
     return lines
 
 
-def _chain_lines(analysis: Analysis, style: _Style) -> list[str]:
+def _chain_lines(analysis: Analysis, style: Style) -> list[str]:
     lines = []
     for chain in analysis.chains:
         text = ""
@@ -120,7 +127,7 @@ def _chain_lines(analysis: Analysis, style: _Style) -> list[str]:
     return lines
 
 
-def _finding_lines(finding: Finding, style: _Style) -> list[str]:
+def _finding_lines(finding: Finding, style: Style) -> list[str]:
     head = (
         f"{finding.id} {style.severity(finding.severity)} {step_range(finding)}  "
         f"[{finding.detector}] {terminal_text(finding.title)}"
@@ -160,7 +167,7 @@ def _metric_lines(analysis: Analysis) -> list[str]:
 
 def render_one(analysis: Analysis, options: RenderOptions) -> str:
     """One log's report."""
-    style = _Style(options.color)
+    style = Style(options.color)
     lines = _header(analysis, style)
     lines.append(_verdict(analysis, style))
     lines.extend(style.paint(line, _DIM) for line in _check_lines(analysis))

@@ -1,0 +1,25 @@
+"""How a path is shown to the user: one rule for messages, reports and CI outputs.
+
+Relative to a root (the working folder unless given: the repository root in CI, the
+workspace for the Action's outputs) with forward slashes when the path lies inside it, so
+annotations, SARIF locations and summaries name repository files; else as given. Symlinks
+and `..` are resolved before comparing, so a path reached two ways is shown one way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def shown_path(path: str | Path, root: Path | None = None) -> str:
+    """`path` relative to `root` (default: the working folder) when inside it, with
+    forward slashes; otherwise as given."""
+    try:
+        relative = Path(path).resolve().relative_to((root or Path.cwd()).resolve())
+    except (ValueError, OSError):
+        return str(path).replace(os.sep, "/")
+    return relative.as_posix()
+
+
+__all__ = ["shown_path"]
