@@ -76,12 +76,10 @@ def append_summary(path: str, markdown: str) -> None:
 
 
 def _relative(path: Path | None, workspace: Path) -> str:
-    if path is None:
-        return ""
-    try:
-        return path.resolve().relative_to(workspace.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    """A path in an output, as `paths.shown_path` shows it from the workspace; "" for none."""
+    from trainspotter.paths import shown_path
+
+    return "" if path is None else shown_path(path, workspace)
 
 
 def _artifact_note(env: Mapping[str, str], artifact: str) -> str | None:

@@ -4,20 +4,16 @@ safe file names, and the fencing of log-derived text inside GitHub Actions."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from workspace_support import DIVERGENT, HEALTHY, REPO
 
 from trainspotter.cli import main
 from trainspotter.config import Config, parse_config
@@ -26,26 +22,7 @@ from trainspotter.errors import UsageError
 from trainspotter.gate import GateOptions, report_file_name, run_gate
 from trainspotter.model import Severity
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "examples"
-HEALTHY = "examples/healthy/trainer_state.json"
-DIVERGENT = "examples/divergence/trainer_state.json"
 TB_CSV_ROWS = "step,loss\n" + "".join(f"{i},{1.0 / (i + 1):.6f}\n" for i in range(60))
-
-
-def _need_examples(*names: str) -> None:
-    for name in names:
-        if not (EXAMPLES / name / "trainer_state.json").is_file():
-            pytest.skip(f"examples/{name} is not generated yet")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A checkout with the healthy and the divergent example run."""
-    _need_examples("healthy", "divergence")
-    for name in ("healthy", "divergence"):
-        shutil.copytree(EXAMPLES / name, tmp_path / "examples" / name)
-    return tmp_path
 
 
 def _gate(
@@ -313,109 +290,6 @@ def test_report_file_names_are_safe_and_unique(displays: list[str]) -> None:
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*\.html", name), name
         assert len(name) <= 110 and "/" not in name and ".." not in name.removesuffix(".html")[:2]
     assert len({n.casefold() for n in names}) == len(names)
-
-
-# --------------------------------------------------------------------------- entrypoint
-
-
-def _entrypoint() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("entrypoint", REPO / "entrypoint.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _parse_outputs(text: str) -> dict[str, str]:
-    sys.path.insert(0, str(REPO / "tests" / "container"))
-    try:
-        from container_support import parse_github_output
-    finally:
-        sys.path.pop(0)
-    return parse_github_output(text)
-
-
-def test_entrypoint_action_mode(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    entry = _entrypoint()
-    summary, output = workspace / "summary.md", workspace / "output.txt"
-    summary.write_text("earlier step\n")
-    output.write_text("")
-    monkeypatch.chdir(workspace)
-    env = {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "GITHUB_OUTPUT": str(output),
-        "INPUT_PATHS": f"{DIVERGENT}\n  {HEALTHY} ",
-        "INPUT_FAIL_ON": "error",
-        "INPUT_WORKING_DIRECTORY": ".",
-        "GITHUB_SERVER_URL": "https://github.com",
-        "GITHUB_REPOSITORY": "o/r",
-        "GITHUB_RUN_ID": "42",
-    }
-    assert entry.main([], env) == 1
-    outputs = _parse_outputs(output.read_text())
-    assert outputs["max-severity"] == "error"
-    assert int(outputs["errors"]) > 0
-    assert outputs["report-dir"] == "trainspotter-report"
-    assert outputs["json"] == "trainspotter-report/trainspotter.json"
-    assert outputs["comment-file"] == "trainspotter-report/comment.md"
-    assert outputs["exit-code"] == "1"
-    text = summary.read_text()
-    assert text.startswith("earlier step\n**trainspotter gate")
-    assert "[this workflow run](https://github.com/o/r/actions/runs/42)" in text
-    assert "::stop-commands::" in capsys.readouterr().out
-
-
-def test_entrypoint_action_mode_errors(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    entry = _entrypoint()
-    output = workspace / "output.txt"
-    base = {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_OUTPUT": str(output),
-    }
-    for extra, fragment in [
-        ({"INPUT_FAIL_ON": "fatal"}, "input fail-on"),
-        ({"INPUT_WORKING_DIRECTORY": "../.."}, "must be inside the workspace"),
-        ({"INPUT_COMMENT": "maybe", "INPUT_PATHS": HEALTHY}, "input comment"),
-        ({"INPUT_FORMAT": "parquet", "INPUT_PATHS": HEALTHY}, "input format"),
-        ({}, "no log patterns"),
-    ]:
-        output.write_text("")
-        assert entry.main([], base | extra) == 2
-        out = capsys.readouterr().out
-        assert out.startswith("::error title=trainspotter could not run::"), out
-        assert fragment in out
-        assert _parse_outputs(output.read_text())["exit-code"] == "2"
-
-
-def test_entrypoint_outside_github_is_the_cli(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    entry = _entrypoint()
-    monkeypatch.chdir(workspace)
-    assert entry.main(["analyze", DIVERGENT, "--fail-on", "error"], {}) == 1
-    assert "::" not in capsys.readouterr().out
-    shell = subprocess.run(
-        [sys.executable, str(REPO / "entrypoint.py"), "sh", "-c", "echo from-a-shell"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert shell.stdout == "from-a-shell\n"
-
-
-def test_output_blocks_cannot_be_broken_by_values(tmp_path: Path) -> None:
-    entry = _entrypoint()
-    path = tmp_path / "out"
-    tricky = "line1\nghadelimiter_x\nmax-severity=none"
-    entry.write_outputs(str(path), {"report-dir": tricky, "errors": "3"})
-    assert _parse_outputs(path.read_text()) == {"report-dir": tricky, "errors": "3"}
 
 
 def test_analyze_inside_github_actions_is_fenced(

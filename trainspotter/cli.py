@@ -9,8 +9,9 @@ Subcommands:
   init [FILE]       write a commented .trainspotter.yml holding every default
   check-config      validate a .trainspotter.yml (line-precise errors)
 
-Exit codes (the same in every front end): 0 nothing at or above --fail-on, 1 the gate
-failed, 2 bad input or usage (one line on stderr, no traceback), 3 internal error.
+Exit codes (the same in every front end, `trainspotter.verdict`): 0 nothing at or above
+fail_on, 1 the gate failed, 2 bad input or a log that could not be checked (one line on
+stderr, no traceback; wins over 1), 3 internal error.
 """
 
 from __future__ import annotations
@@ -174,7 +175,8 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
         "--fail-on",
         choices=SEVERITY_CHOICES,
         default=None,
-        help="exit 1 at the first finding at or above this severity",
+        help="exit 1 when a final finding is at or above this severity, and stop watching at "
+        "the first one (default: the config's fail_on, else error, without stopping early)",
     )
     watch_cmd.add_argument(
         "--idle-exit",
