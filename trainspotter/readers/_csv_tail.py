@@ -16,19 +16,16 @@ import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, decode_head
-from trainspotter.readers._tabular import (
-    NumericColumn,
-    Table,
+from trainspotter.readers._csv import (
     bad_lines_note,
-    canonical_name,
     column_positions,
     count_unquoted,
-    find_step_column,
     numeric_column,
     parse_csv_frame,
     sniff_csv_layout,
 )
+from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, decode_head
+from trainspotter.readers._tabular import NumericColumn, Table, canonical_name, find_step_column
 from trainspotter.readers.base import Growth, ReadOptions
 from trainspotter.readers.incremental import Follower
 

@@ -21,17 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainspotter.model import Run
+from trainspotter.readers._csv import count_unquoted, read_csv_table, sniff_csv_layout
 from trainspotter.readers._csv_tail import CsvTail
 from trainspotter.readers._files import single_file_with_suffix
-from trainspotter.readers._tabular import (
-    RunBuilder,
-    Table,
-    canonical_name,
-    count_unquoted,
-    read_csv_table,
-    sniff_csv_layout,
-    table_to_run,
-)
+from trainspotter.readers._tabular import RunBuilder, Table, canonical_name, table_to_run
 from trainspotter.readers.base import Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import file_to_follow
 

@@ -44,13 +44,8 @@ from trainspotter.readers._files import (
     latest_numbered_file,
     read_text,
 )
-from trainspotter.readers._tabular import (
-    RecordTableBuilder,
-    RunBuilder,
-    StepChoice,
-    canonical_name,
-    table_to_run,
-)
+from trainspotter.readers._records import RecordTableBuilder
+from trainspotter.readers._tabular import RunBuilder, StepChoice, canonical_name, table_to_run
 from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.jsonl import parse_json
 

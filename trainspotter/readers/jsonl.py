@@ -44,12 +44,8 @@ from trainspotter.readers._files import (
     read_text_pieces,
     single_file_with_suffix,
 )
-from trainspotter.readers._tabular import (
-    RecordTableBuilder,
-    RunBuilder,
-    canonical_name,
-    table_to_run,
-)
+from trainspotter.readers._records import RecordTableBuilder
+from trainspotter.readers._tabular import RunBuilder, canonical_name, table_to_run
 from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import Follower, file_to_follow
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import is_eval
+from trainspotter.readers._csv import header_cells, read_csv_table, sniff_csv_layout
 from trainspotter.readers._csv_tail import CsvTail
 from trainspotter.readers._files import folder_target, latest_numbered_file
 from trainspotter.readers._lightning_columns import choose_columns
@@ -35,9 +36,6 @@ from trainspotter.readers._tabular import (
     StepChoice,
     Table,
     canonical_name,
-    header_cells,
-    read_csv_table,
-    sniff_csv_layout,
     table_to_run,
 )
 from trainspotter.readers.base import Reader, ReadOptions, Tail

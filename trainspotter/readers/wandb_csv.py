@@ -28,6 +28,7 @@ import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
+from trainspotter.readers._csv import header_cells, read_csv_table, sniff_csv_layout
 from trainspotter.readers._csv_tail import CsvTail
 from trainspotter.readers._tabular import (
     NumericColumn,
@@ -35,10 +36,7 @@ from trainspotter.readers._tabular import (
     StepChoice,
     Table,
     canonical_name,
-    header_cells,
     list_names,
-    read_csv_table,
-    sniff_csv_layout,
     table_to_run,
 )
 from trainspotter.readers.base import Reader, ReadOptions, Tail
