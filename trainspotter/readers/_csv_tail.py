@@ -2,7 +2,8 @@
 
 `CsvTail` is shared by the three table readers: each gives it where the file is now
 (`locate`: Lightning re-resolves its folder every poll, to move to a new `version_N/`),
-how raw column names are spelled, and how a parsed `Table` becomes its `Run`.
+how raw column names are spelled, and how a parsed `Table` becomes its `Run`
+(`table_file_tail` for a reader whose log is one table file).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,8 +27,8 @@ from trainspotter.readers._csv import (
 )
 from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, decode_head
 from trainspotter.readers._tabular import NumericColumn, Table, canonical_name, find_step_column
-from trainspotter.readers.base import Growth, ReadOptions
-from trainspotter.readers.incremental import Follower
+from trainspotter.readers.base import Growth, Reader, ReadOptions
+from trainspotter.readers.incremental import Follower, file_to_follow
 
 
 def _last_line_end(data: bytes, *, quoted: bool) -> int:
@@ -283,4 +284,23 @@ class CsvTail:
         return self._build(self.table())
 
 
-__all__ = ["CsvTail"]
+class TableFileReader(Reader, Protocol):
+    """A reader whose log is one table file (csv, wandb)."""
+
+    def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run: ...
+
+
+def table_file_tail(
+    reader: TableFileReader, target: Path, display: str, options: ReadOptions
+) -> CsvTail:
+    """Follow `target` (or the file `reader` finds in it) as the one table file it is."""
+    file = file_to_follow(reader, target, display)
+    return CsvTail(
+        display,
+        options,
+        locate=lambda: file,
+        build=lambda table: reader.run_from_table(table, display, options),
+    )
+
+
+__all__ = ["CsvTail", "TableFileReader", "table_file_tail"]

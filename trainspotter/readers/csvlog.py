@@ -22,11 +22,10 @@ from pathlib import Path
 
 from trainspotter.model import Run
 from trainspotter.readers._csv import count_unquoted, read_csv_table, sniff_csv_layout
-from trainspotter.readers._csv_tail import CsvTail
+from trainspotter.readers._csv_tail import table_file_tail
 from trainspotter.readers._files import single_file_with_suffix
 from trainspotter.readers._tabular import RunBuilder, Table, canonical_name, table_to_run
 from trainspotter.readers.base import Reader, ReadOptions, Tail
-from trainspotter.readers.incremental import file_to_follow
 
 # Below every specific CSV-based format (lightning 80, wandb 90), above nothing.
 SCORE_DELIMITED = 30
@@ -57,13 +56,7 @@ class CsvReader(Reader):
         return self.run_from_table(read_csv_table(path, display), display, options)
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
-        file = file_to_follow(self, target, display)
-        return CsvTail(
-            display,
-            options,
-            locate=lambda: file,
-            build=lambda table: self.run_from_table(table, display, options),
-        )
+        return table_file_tail(self, target, display, options)
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed table (also used by `watch`, which parses incrementally)."""

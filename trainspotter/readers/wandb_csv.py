@@ -29,7 +29,7 @@ import numpy as np
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._csv import header_cells, read_csv_table, sniff_csv_layout
-from trainspotter.readers._csv_tail import CsvTail
+from trainspotter.readers._csv_tail import table_file_tail
 from trainspotter.readers._tabular import (
     NumericColumn,
     RunBuilder,
@@ -40,7 +40,6 @@ from trainspotter.readers._tabular import (
     table_to_run,
 )
 from trainspotter.readers.base import Reader, ReadOptions, Tail
-from trainspotter.readers.incremental import file_to_follow
 
 SCORE = 90
 RUN_METRIC_SEPARATOR = " - "
@@ -100,13 +99,7 @@ class WandbReader(Reader):
         return self.run_from_table(read_csv_table(path, display), display, options)
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
-        file = file_to_follow(self, target, display)
-        return CsvTail(
-            display,
-            options,
-            locate=lambda: file,
-            build=lambda table: self.run_from_table(table, display, options),
-        )
+        return table_file_tail(self, target, display, options)
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed export (also used by `watch`)."""
