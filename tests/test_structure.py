@@ -13,8 +13,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "trainspotter"
 SIZE_LIMIT = 500
 """Lines per module, unless its docstring says why it is one unit ("One unit: ...")."""
-NOT_YET_SPLIT = ("config.py", "config/", "detectors/")
-"""Being split by other work on issue 9: checked once that work lands."""
+NOT_YET_SPLIT = ("detectors/", "config/generated.py")
+"""Being reshaped by other work on issue 9 (detectors/), or just landed from it at 507
+lines (config/generated.py: three generators, to split or to justify there)."""
 
 
 def _imported_modules(path: Path) -> set[str]:

@@ -38,7 +38,6 @@ from trainspotter.config.parse import (
     find_config,
     load_config,
     parse_config,
-    shown_path,
 )
 from trainspotter.config.settings import (
     ARTIFACT_NAME_FORBIDDEN,
@@ -133,5 +132,4 @@ __all__ = [
     "reference_markdown",
     "replace_readme_reference",
     "schema_text",
-    "shown_path",
 ]

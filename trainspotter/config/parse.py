@@ -41,6 +41,7 @@ from trainspotter.config.settings import (
 )
 from trainspotter.detectors import DETECTORS
 from trainspotter.model import Severity
+from trainspotter.paths import shown_path
 from trainspotter.readers import READERS
 
 # --------------------------------------------------------------------------- YAML nodes
@@ -519,14 +520,6 @@ def _parse_report(parser: _Parser, node: yaml.Node) -> ReportSettings:
     if "comment" in entries:
         settings["comment"] = parser.boolean(entries["comment"][1], "report.comment")
     return ReportSettings(**settings)
-
-
-def shown_path(path: Path) -> str:
-    """A path as messages show it: relative to the working folder when inside it."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def find_config(folder: Path) -> Path | None:
