@@ -225,7 +225,7 @@ class Watcher:
         except InputError as exc:
             self._problem(log, exc.problem)
             if final:
-                return self._analyse(log, "final", now) if log.tail is not None else []
+                return self._analyze(log, "final", now) if log.tail is not None else []
             return []
         except OSError as exc:
             self._problem(log, f"cannot read: {exc.strerror or exc}")
@@ -238,7 +238,7 @@ class Watcher:
             reason = log.schedule.due(now)
         if reason is None:
             return []
-        return self._analyse(log, reason, now)
+        return self._analyze(log, reason, now)
 
     def _absorb(self, log: _Log, growth: Growth, now: float) -> str | None:
         """Take one poll's growth; return the reason to analyse now, if any (and note a
@@ -263,7 +263,7 @@ class Watcher:
         log.dirty = True
         return schedule.feed(growth.fresh, log.points)
 
-    def _analyse(self, log: _Log, reason: str, now: float) -> list[FindingEvent]:
+    def _analyze(self, log: _Log, reason: str, now: float) -> list[FindingEvent]:
         tail = log.tail
         if tail is None:
             return []
