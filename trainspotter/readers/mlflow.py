@@ -40,15 +40,15 @@ import yaml
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers._files import display_name, read_text_lines
+from trainspotter.readers._files import read_text_lines
+from trainspotter.readers._records import parse_number_text
 from trainspotter.readers._tabular import (
     Column,
     RunBuilder,
     canonical_name,
     list_names,
-    parse_number_text,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Reader, ReadOptions
 
 META_FILE = "meta.yaml"
 METRICS_FOLDER = "metrics"
@@ -282,7 +282,7 @@ def build_run(
     return builder.build()
 
 
-class MlflowReader:
+class MlflowReader(Reader):
     """MLflow file store (see the module docstring)."""
 
     name = "mlflow"
@@ -302,7 +302,7 @@ class MlflowReader:
         return folder if _store_root(folder) is not None else None
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         builder = RunBuilder(self.name, display)
         if path.is_file():
             name = _metric_name(path)

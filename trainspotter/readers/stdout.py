@@ -60,15 +60,15 @@ import numpy as np
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import GRAD_NORM, LR, is_eval, is_loss_like
-from trainspotter.readers._files import display_name, first_line, read_text_lines
+from trainspotter.readers._files import first_line, read_text_lines
+from trainspotter.readers._records import json_cell
 from trainspotter.readers._tabular import (
     Column,
     RunBuilder,
     canonical_name,
-    json_cell,
     list_names,
 )
-from trainspotter.readers.base import ReadOptions
+from trainspotter.readers.base import Reader, ReadOptions
 from trainspotter.readers.hf import hf_spelling, is_summary_entry
 
 SCORE = 60
@@ -462,7 +462,7 @@ def sniff_text(head: str) -> int:
     return SCORE if found and seen <= 2 else 0
 
 
-class StdoutReader:
+class StdoutReader(Reader):
     """Printed training output (see the module docstring)."""
 
     name = "stdout"
@@ -475,7 +475,7 @@ class StdoutReader:
         return None  # a folder of printed logs has no layout to recognise
 
     def read(self, path: Path, options: ReadOptions) -> Run:
-        display = display_name(path, options.display_path)
+        display = options.display_for(path)
         lines = StdoutLines()
         for pieces in read_text_lines(path, display):
             lines.add(pieces)  # "\r" is split per segment
