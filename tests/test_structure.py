@@ -12,10 +12,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "trainspotter"
 SIZE_LIMIT = 500
-"""Lines per module, unless its docstring says why it is one unit ("One unit: ...")."""
-NOT_YET_SPLIT = ("detectors/", "config/generated.py")
-"""Being reshaped by other work on issue 9 (detectors/), or just landed from it at 507
-lines (config/generated.py: three generators, to split or to justify there)."""
+"""Lines per module, unless its docstring says why it is one unit: "One module over ~500
+lines on purpose: <why>" (detectors/stats.py, detectors/lr_schedule.py)."""
+ONE_UNIT = "over ~500 lines on purpose:"
+NOT_YET_SPLIT = ("config/generated.py",)
+"""Landed from other work on issue 9 at 507 lines (three generators): to split, or to say
+there why it is one unit."""
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -61,7 +63,7 @@ def test_the_core_of_the_flow_never_imports_a_front_end(module: str) -> None:
 
 def _one_unit(path: Path) -> bool:
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return "One unit:" in doc
+    return ONE_UNIT in " ".join(doc.split())
 
 
 def test_no_module_is_over_the_size_limit_without_saying_why() -> None:
