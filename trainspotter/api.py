@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainspotter import analysis as _analysis
+from trainspotter.batch import check_run
 from trainspotter.config import Config, load_config
 from trainspotter.model import Run
 from trainspotter.readers import read_log
@@ -70,11 +71,6 @@ def resolve_config(config: ConfigLike) -> Config:
         f"config must be a trainspotter Config, a path to .trainspotter.yml or None, "
         f"not {type(config).__name__}"
     )
-
-
-def check_run(run: Run, config: Config) -> _analysis.Analysis:
-    """Detect, order, link, then apply the config's `ignore` rules."""
-    return config.suppress(_analysis.analyze(run, config.analysis_settings()))
 
 
 def _is_frame(source: object) -> bool:

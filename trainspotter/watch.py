@@ -156,8 +156,8 @@ class Watcher:
         """A finding at or above --fail-on was reported (watching stops)."""
         self.last_poll_seconds = 0.0
         self.last_growth = clock()
-        self.shown_from = min(options.fail_on or Severity.WARNING, Severity.WARNING)
-        """Findings below this are not printed or hooked (info, unless --fail-on info)."""
+        self.shown_from = min(self.fail_on, Severity.WARNING)
+        """Findings below this are not printed or hooked (info, unless fail_on is info)."""
 
     # ---- following
 

@@ -28,17 +28,17 @@ import pandas as pd
 
 from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, IntArray, Run
+from trainspotter.readers._csv import numeric_column
+from trainspotter.readers._records import RecordTableBuilder
 from trainspotter.readers._tabular import (
     STEP_COLUMN_NAMES,
     Column,
     NumericColumn,
-    RecordTableBuilder,
     RunBuilder,
     StepChoice,
     Table,
     canonical_name,
     find_step_column,
-    numeric_column,
     table_to_run,
 )
 
