@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainspotter.errors import InputError
-from trainspotter.readers import _files, _tabular, jsonl
+from trainspotter.readers import _csv, _files, jsonl
 from trainspotter.readers._files import LineLengthGuard
 
 
@@ -54,11 +54,11 @@ def test_csv_header_without_break_over_the_limit(
     path = tmp_path / "header.csv"
     path.write_bytes(b"a," * 5000 + b"a")
     with pytest.raises(InputError, match=r"header.csv: line 1 is longer than 4096 bytes"):
-        _tabular.read_csv_table(path, "header.csv")
+        _csv.read_csv_table(path, "header.csv")
 
 
 def test_csv_header_with_too_many_columns(tmp_path: Path) -> None:
     path = tmp_path / "wide.csv"
     path.write_text(",".join(f"m{i}" for i in range(10_001)) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"wide.csv: the header names at least 10,001 columns"):
-        _tabular.read_csv_table(path, "wide.csv")
+        _csv.read_csv_table(path, "wide.csv")
