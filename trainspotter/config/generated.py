@@ -6,6 +6,10 @@ reference in docs/configuration.md generated from the schema (`reference_markdow
 Checking a config never needs this module (the gate does not import it).
 `python -m trainspotter.config --write` regenerates the shipped schema and
 docs/configuration.md; a test fails when either is stale.
+
+One module over ~500 lines on purpose: the three generators read one description of
+the settings (types, defaults, bounds, docs) and must word it the same way; split, the
+schema and the reference would drift apart.
 """
 
 from __future__ import annotations

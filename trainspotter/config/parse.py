@@ -5,6 +5,9 @@ the line and the key: `.trainspotter.yml:12: detectors.<id>.z_treshold: unknown
 parameter (did you mean 'z_threshold'?)`. The detector section is validated against the
 live `DETECTORS` registry and each detector's parameters as `params.py` describes them
 (types, ranges, `min_X` <= `max_X`), so this module names no detector.
+
+One module over ~500 lines on purpose: the YAML walker is one class whose checks share
+its position tracking (every error names file:line) and its guards against hostile YAML.
 """
 
 from __future__ import annotations

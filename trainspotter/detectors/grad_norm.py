@@ -1,4 +1,8 @@
-"""grad_norm: gradient-norm explosions, and a post-clip norm pinned at the clip value."""
+"""grad_norm: gradient-norm explosions, and a post-clip norm pinned at the clip value.
+
+One module over ~500 lines on purpose: the explosion and pinned-at-clip verdicts share
+one baseline window and the loss-reaction checks that explain a rise away.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""plateau: a training loss that stopped improving while far from converged."""
+"""plateau: a training loss that stopped improving while far from converged.
+
+One module over ~500 lines on purpose: the flat-tail, stall, not-learning and converged
+verdicts are one decision over one smoothed curve and its trend test.
+"""
 
 from __future__ import annotations
 

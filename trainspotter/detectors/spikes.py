@@ -1,4 +1,8 @@
-"""spikes: a sudden jump in a loss-type metric, and whether the curve came back from it."""
+"""spikes: a sudden jump in a loss-type metric, and whether the curve came back from it.
+
+One module over ~500 lines on purpose: scoring, episode merging, recovery, severity and
+the message are one pipeline over one `_Curve`.
+"""
 
 from __future__ import annotations
 
