@@ -127,6 +127,11 @@ NOT_RUN: dict[str, tuple[str, Callable[[list[str]], None]]] = {
     "make test": ("is this test suite", _check_make),
     "make bench": ("minutes of CPU, on demand (benchmarks/)", _check_make),
     "make test-container": ("root and a Docker engine; .ci/run runs it", _check_make),
+    "make test-action": (
+        "root, a Docker engine and ../shared/actions; .ci/run runs it",
+        _check_make,
+    ),
+    "make test-integrations": ("installs torch and the frameworks; .ci/run runs it", _check_make),
     "make lock": ("resolves against PyPI (network)", _check_make),
     "make site": ("creates .venv-run from PyPI; tests/test_site.py runs its script", _check_make),
 }
