@@ -23,7 +23,6 @@ from trainspotter.analysis import Analysis, AnalysisSettings
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import TrainspotterError
 from trainspotter.model import Finding, Severity
-from trainspotter.readers import ReadOptions
 
 CONFIG_NAMES = (".trainspotter.yml", ".trainspotter.yaml")
 """File names searched for in the working folder, in this order."""
@@ -149,10 +148,6 @@ class Config:
         params = {n: s.params for n, s in self.detectors.items() if s.params is not None}
         severity = {n: s.severity for n, s in self.detectors.items() if s.severity is not None}
         return AnalysisSettings(enabled=enabled, params=params, severity=severity)
-
-    def read_options(self, display_path: str | None = None) -> ReadOptions:
-        """Reader options carrying the metric aliases."""
-        return ReadOptions(aliases=dict(self.aliases), display_path=display_path)
 
     def format_for(self, pattern: str, log_path: str) -> str | None:
         """The reader id forced for a log found through `pattern` (displayed as
