@@ -7,9 +7,10 @@ detectors, so two formats rendered from the same analyses cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Severity
@@ -37,3 +38,19 @@ class ReportFormat(Protocol):
     def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
         """The whole report as text."""
         ...
+
+
+class JsonDocumentReport:
+    """A format that is one JSON document built by `document` (JSON, SARIF, GitLab Code
+    Quality): indented, newline-terminated, and strict, so a NaN or infinity that slipped
+    into a document is an error here rather than a file other tools reject."""
+
+    def __init__(
+        self, name: str, description: str, document: Callable[[Sequence[Analysis]], Any]
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.document = document
+
+    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
+        return json.dumps(self.document(analyses), indent=2, allow_nan=False) + "\n"

@@ -13,14 +13,13 @@ out (GitLab has no notion of a suppressed issue); JSON and SARIF keep them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.paths import shown_path
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import JsonDocumentReport
 from trainspotter.report.common import (
     active_findings,
     finding_fingerprint,
@@ -56,14 +55,8 @@ def codequality_issues(analyses: Sequence[Analysis]) -> list[dict[str, Any]]:
     ]
 
 
-class CodeQualityReport:
-    """GitLab Code Quality JSON."""
-
-    name = "codequality"
-    description = "GitLab Code Quality JSON (artifacts:reports:codequality)"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return json.dumps(codequality_issues(analyses), indent=2, allow_nan=False) + "\n"
-
-
-REPORT = CodeQualityReport()
+REPORT = JsonDocumentReport(
+    name="codequality",
+    description="GitLab Code Quality JSON (artifacts:reports:codequality)",
+    document=codequality_issues,
+)

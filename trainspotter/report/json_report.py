@@ -16,7 +16,6 @@ and "-Infinity", so the output is strict JSON that every parser accepts.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 from trainspotter import __version__
 from trainspotter.analysis import Analysis, Check
 from trainspotter.model import Finding, Run, Severity
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import JsonDocumentReport
 
 SCHEMA_VERSION = "1.1"
 
@@ -150,14 +149,8 @@ def report_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
     }
 
 
-class JsonReport:
-    """Strict JSON, indented, stable key order."""
-
-    name = "json"
-    description = "machine-readable report (schema: trainspotter/schemas/report.schema.json)"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return json.dumps(report_dict(analyses), indent=2, allow_nan=False) + "\n"
-
-
-REPORT = JsonReport()
+REPORT = JsonDocumentReport(
+    name="json",
+    description="machine-readable report (schema: trainspotter/schemas/report.schema.json)",
+    document=report_dict,
+)

@@ -18,7 +18,6 @@ This module writes the document only: uploading it (`upload-sarif`) is the CI's 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +25,7 @@ from trainspotter import __version__
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.paths import shown_path
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import JsonDocumentReport
 from trainspotter.report.common import (
     detector_doc,
     detector_ids,
@@ -134,14 +133,8 @@ def sarif_log(analyses: Sequence[Analysis]) -> dict[str, Any]:
     }
 
 
-class SarifReport:
-    """SARIF 2.1.0 (code scanning)."""
-
-    name = "sarif"
-    description = "SARIF 2.1.0 for code scanning (one rule per detector)"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return json.dumps(sarif_log(analyses), indent=2, allow_nan=False) + "\n"
-
-
-REPORT = SarifReport()
+REPORT = JsonDocumentReport(
+    name="sarif",
+    description="SARIF 2.1.0 for code scanning (one rule per detector)",
+    document=sarif_log,
+)
