@@ -68,6 +68,15 @@ def header_cells(layout: CsvLayout) -> list[str]:
     return [cell.strip().lstrip("\ufeff") for cell in cells]
 
 
+def sniffed_header_cells(head: str) -> list[str]:
+    """The header cells a reader's `sniff` judges a CSV head by; none for a binary head
+    (a NUL byte) or one without a text line."""
+    if "\x00" in head:
+        return []
+    layout = sniff_csv_layout(head)
+    return header_cells(layout) if layout is not None else []
+
+
 def _best_delimiter(line: str) -> tuple[str, int]:
     counts = [(count_unquoted(line, d), -i, d) for i, d in enumerate(CSV_DELIMITERS)]
     count, _, delimiter = max(counts)

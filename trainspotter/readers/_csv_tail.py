@@ -2,16 +2,19 @@
 
 `CsvTail` is shared by the three table readers: each gives it where the file is now
 (`locate`: Lightning re-resolves its folder every poll, to move to a new `version_N/`),
-how raw column names are spelled, and how a parsed `Table` becomes its `Run`
-(`table_file_tail` for a reader whose log is one table file).
+how raw column names are spelled, and how a parsed `Table` becomes its `Run`.
+`TableFileReader` is the base of a reader whose log is one table file (csv, wandb): it
+reads the file whole and follows it, the subclass says how a parsed `Table` becomes its
+`Run`.
 """
 
 from __future__ import annotations
 
 import io
+from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -23,11 +26,12 @@ from trainspotter.readers._csv import (
     count_unquoted,
     numeric_column,
     parse_csv_frame,
+    read_csv_table,
     sniff_csv_layout,
 )
 from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, decode_head
 from trainspotter.readers._tabular import NumericColumn, Table, canonical_name, find_step_column
-from trainspotter.readers.base import Growth, Reader, ReadOptions
+from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import Follower, file_to_follow
 
 
@@ -284,23 +288,26 @@ class CsvTail:
         return self._build(self.table())
 
 
-class TableFileReader(Reader, Protocol):
-    """A reader whose log is one table file (csv, wandb)."""
+class TableFileReader(Reader):
+    """A reader whose log is one table file (csv, wandb): read whole with
+    `read_csv_table`, followed as it grows with `CsvTail`."""
 
-    def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run: ...
+    @abstractmethod
+    def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
+        """The Run from a parsed table (whole, or as much as `watch` has read)."""
+
+    def read(self, path: Path, options: ReadOptions) -> Run:
+        display = options.display_for(path)
+        return self.run_from_table(read_csv_table(path, display), display, options)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        file = file_to_follow(self, target, display)
+        return CsvTail(
+            display,
+            options,
+            locate=lambda: file,
+            build=lambda table: self.run_from_table(table, display, options),
+        )
 
 
-def table_file_tail(
-    reader: TableFileReader, target: Path, display: str, options: ReadOptions
-) -> CsvTail:
-    """Follow `target` (or the file `reader` finds in it) as the one table file it is."""
-    file = file_to_follow(reader, target, display)
-    return CsvTail(
-        display,
-        options,
-        locate=lambda: file,
-        build=lambda table: reader.run_from_table(table, display, options),
-    )
-
-
-__all__ = ["CsvTail", "TableFileReader", "table_file_tail"]
+__all__ = ["CsvTail", "TableFileReader"]

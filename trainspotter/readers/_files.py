@@ -235,16 +235,6 @@ def single_file_with_suffix(folder: Path, suffixes: tuple[str, ...]) -> Path | N
     return matches[0] if len(matches) == 1 else None
 
 
-def folder_target(folder: Path, located: tuple[Path, str | None] | None) -> Path | None:
-    """What `find_in_folder` returns for a log located in `folder`: the file itself when it
-    stands right there, the folder when a version or checkpoint was chosen inside it (so
-    `read` records that choice as a note), None when there is none."""
-    if located is None:
-        return None
-    file, note = located
-    return file if note is None else folder
-
-
 def first_line(head: str) -> str:
     """The first non-blank line of `head`, without its line ending."""
     for line in head.splitlines():

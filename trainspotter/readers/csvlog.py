@@ -21,18 +21,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainspotter.model import Run
-from trainspotter.readers._csv import count_unquoted, read_csv_table, sniff_csv_layout
-from trainspotter.readers._csv_tail import table_file_tail
+from trainspotter.readers._csv import count_unquoted, sniff_csv_layout
+from trainspotter.readers._csv_tail import TableFileReader
 from trainspotter.readers._files import single_file_with_suffix
 from trainspotter.readers._tabular import RunBuilder, Table, canonical_name, table_to_run
-from trainspotter.readers.base import Reader, ReadOptions, Tail
+from trainspotter.readers.base import ReadOptions
 
 # Below every specific CSV-based format (lightning 80, wandb 90), above nothing.
 SCORE_DELIMITED = 30
 SCORE_CSV_NAME = 20
 
 
-class CsvReader(Reader):
+class CsvReader(TableFileReader):
     """Generic CSV logs (see the module docstring)."""
 
     name = "csv"
@@ -50,13 +50,6 @@ class CsvReader(Reader):
 
     def find_in_folder(self, folder: Path) -> Path | None:
         return single_file_with_suffix(folder, (".csv", ".tsv"))
-
-    def read(self, path: Path, options: ReadOptions) -> Run:
-        display = options.display_for(path)
-        return self.run_from_table(read_csv_table(path, display), display, options)
-
-    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
-        return table_file_tail(self, target, display, options)
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed table (also used by `watch`, which parses incrementally)."""

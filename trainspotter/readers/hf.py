@@ -40,13 +40,13 @@ from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._files import (
     first_line,
-    folder_target,
     latest_numbered_file,
     read_text,
 )
+from trainspotter.readers._folder_log import FolderLogReader
 from trainspotter.readers._records import RecordTableBuilder
 from trainspotter.readers._tabular import RunBuilder, StepChoice, canonical_name, table_to_run
-from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.base import Growth, ReadOptions, Tail
 from trainspotter.readers.jsonl import parse_json
 
 STATE_FILE = "trainer_state.json"
@@ -112,20 +112,6 @@ def _entry_step(entry: dict[str, Any]) -> int | None:
     return None
 
 
-def _locate(folder: Path) -> tuple[Path, str | None] | None:
-    direct = folder / STATE_FILE
-    if direct.is_file():
-        return direct, None
-    found = latest_numbered_file(folder, CHECKPOINT_PREFIX, STATE_FILE)
-    if found is None:
-        return None
-    file, count = found
-    note = f"read {file.parent.name}/{STATE_FILE}"
-    if count > 1:
-        note += f", the latest of {count} checkpoints"
-    return file, note
-
-
 def _scalar_facts(state: dict[str, Any]) -> dict[str, Any]:
     return {
         key: state[key]
@@ -134,12 +120,13 @@ def _scalar_facts(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class HfTrainerStateReader(Reader):
+class HfTrainerStateReader(FolderLogReader):
     """Hugging Face trainer_state.json (see the module docstring)."""
 
     name = "hf"
     description = "Hugging Face Trainer trainer_state.json (or an output/checkpoint folder)"
-    follows_folder = True  # each save may be a new checkpoint-N/: watch moves to the newest
+    log_name = STATE_FILE
+    missing = f"no {STATE_FILE} or {CHECKPOINT_PREFIX}*/{STATE_FILE} in this folder"
 
     def sniff(self, path: Path, head: str) -> int:
         if '"log_history"' in head:
@@ -153,13 +140,18 @@ class HfTrainerStateReader(Reader):
                 return SCORE_JSON_DOCUMENT
         return 0
 
-    def find_in_folder(self, folder: Path) -> Path | None:
-        return folder_target(folder, _locate(folder))
+    def pick(self, folder: Path) -> tuple[Path, str] | None:
+        found = latest_numbered_file(folder, CHECKPOINT_PREFIX, STATE_FILE)
+        if found is None:
+            return None
+        file, count = found
+        note = f"read {file.parent.name}/{STATE_FILE}"
+        if count > 1:
+            note += f", the latest of {count} checkpoints"
+        return file, note
 
-    def read(self, path: Path, options: ReadOptions) -> Run:
-        display = options.display_for(path)
-        file, builder = self.prepare(path, display)
-        return self.run_from_state(self.load(file, display), builder, options)
+    def run_from_file(self, file: Path, builder: RunBuilder, options: ReadOptions) -> Run:
+        return self.run_from_state(self.load(file, builder.source_path), builder, options)
 
     def copy_rank(self, file: Path) -> tuple[Path, tuple[int, int]] | None:
         """Each `checkpoint-N/trainer_state.json` holds the log up to step N: the copies
@@ -174,22 +166,6 @@ class HfTrainerStateReader(Reader):
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
         return HfTail(self, target, display, options)
-
-    def prepare(self, path: Path, display: str) -> tuple[Path, RunBuilder]:
-        """The trainer_state.json to read for `path` and a builder holding folder notes."""
-        builder = RunBuilder(self.name, display)
-        file = path
-        if path.is_dir():
-            located = _locate(path)
-            if located is None:
-                raise InputError(
-                    display, f"no {STATE_FILE} or {CHECKPOINT_PREFIX}*/{STATE_FILE} in this folder"
-                )
-            file, note = located
-            if note:
-                builder.note(note)
-            builder.meta["file"] = file.relative_to(path).as_posix()
-        return file, builder
 
     def run_from_state(
         self, state: dict[str, Any], builder: RunBuilder, options: ReadOptions

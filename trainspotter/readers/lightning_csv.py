@@ -27,9 +27,10 @@ from pathlib import Path
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import is_eval
-from trainspotter.readers._csv import header_cells, read_csv_table, sniff_csv_layout
+from trainspotter.readers._csv import read_csv_table, sniffed_header_cells
 from trainspotter.readers._csv_tail import CsvTail
-from trainspotter.readers._files import folder_target, latest_numbered_file
+from trainspotter.readers._files import latest_numbered_file
+from trainspotter.readers._folder_log import FolderLogReader
 from trainspotter.readers._lightning_columns import choose_columns
 from trainspotter.readers._tabular import (
     RunBuilder,
@@ -38,7 +39,7 @@ from trainspotter.readers._tabular import (
     canonical_name,
     table_to_run,
 )
-from trainspotter.readers.base import Reader, ReadOptions, Tail
+from trainspotter.readers.base import ReadOptions, Tail
 
 METRICS_FILE = "metrics.csv"
 VERSION_PREFIX = "version_"
@@ -56,48 +57,35 @@ def lightning_spelling(raw_name: str) -> str:
     return raw_name
 
 
-def _locate(folder: Path) -> tuple[Path, str | None] | None:
-    """The metrics.csv to read in `folder`, and a note when a version was chosen."""
-    direct = folder / METRICS_FILE
-    if direct.is_file():
-        return direct, None
-    for parent in (folder, folder / LOGS_FOLDER):
-        found = latest_numbered_file(parent, VERSION_PREFIX, METRICS_FILE)
-        if found is not None:
-            file, count = found
-            relative = file.relative_to(folder).as_posix()
-            note = f"read {relative}" + (f", the latest of {count} versions" if count > 1 else "")
-            return file, note
-    return None
-
-
-class LightningReader(Reader):
+class LightningReader(FolderLogReader):
     """Lightning CSVLogger `metrics.csv` (see the module docstring)."""
 
     name = "lightning"
     description = "PyTorch Lightning CSVLogger metrics.csv (or a version_N/ folder)"
-    follows_folder = True  # a restarted run writes a new version_N/: watch moves to it
+    log_name = METRICS_FILE
+    missing = "no metrics.csv, version_N/metrics.csv or lightning_logs/ here"
 
     def sniff(self, path: Path, head: str) -> int:
-        if "\x00" in head:
-            return 0
-        layout = sniff_csv_layout(head)
-        if layout is None:
-            return 0
-        cells = {cell.lower() for cell in header_cells(layout)}
+        cells = {cell.lower() for cell in sniffed_header_cells(head)}
         if {"epoch", "step"} <= cells:
             return SCORE
         if path.name.lower() == METRICS_FILE and "step" in cells:
             return SCORE
         return 0
 
-    def find_in_folder(self, folder: Path) -> Path | None:
-        return folder_target(folder, _locate(folder))
+    def pick(self, folder: Path) -> tuple[Path, str] | None:
+        """The newest version_N/metrics.csv, in `folder` or its lightning_logs/."""
+        for parent in (folder, folder / LOGS_FOLDER):
+            found = latest_numbered_file(parent, VERSION_PREFIX, METRICS_FILE)
+            if found is not None:
+                file, count = found
+                relative = file.relative_to(folder).as_posix()
+                more = f", the latest of {count} versions" if count > 1 else ""
+                return file, f"read {relative}{more}"
+        return None
 
-    def read(self, path: Path, options: ReadOptions) -> Run:
-        display = options.display_for(path)
-        file, builder = self.prepare(path, display)
-        return self.run_from_table(read_csv_table(file, display), builder, options)
+    def run_from_file(self, file: Path, builder: RunBuilder, options: ReadOptions) -> Run:
+        return self.run_from_table(read_csv_table(file, builder.source_path), builder, options)
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
         if target.is_dir() and self.find_in_folder(target) is None:
@@ -114,22 +102,6 @@ class LightningReader(Reader):
             build=build,
             spelling=lightning_spelling,
         )
-
-    def prepare(self, path: Path, display: str) -> tuple[Path, RunBuilder]:
-        """The metrics.csv to read for `path` and a builder holding the folder notes."""
-        builder = RunBuilder(self.name, display)
-        file = path
-        if path.is_dir():
-            located = _locate(path)
-            if located is None:
-                raise InputError(
-                    display, "no metrics.csv, version_N/metrics.csv or lightning_logs/ here"
-                )
-            file, note = located
-            if note:
-                builder.note(note)
-            builder.meta["file"] = file.relative_to(path).as_posix()
-        return file, builder
 
     def run_from_table(self, table: Table, builder: RunBuilder, options: ReadOptions) -> Run:
         """The Run from a parsed metrics.csv (also used by `watch`)."""

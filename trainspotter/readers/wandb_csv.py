@@ -28,8 +28,8 @@ import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers._csv import header_cells, read_csv_table, sniff_csv_layout
-from trainspotter.readers._csv_tail import table_file_tail
+from trainspotter.readers._csv import sniffed_header_cells
+from trainspotter.readers._csv_tail import TableFileReader
 from trainspotter.readers._tabular import (
     NumericColumn,
     RunBuilder,
@@ -39,7 +39,7 @@ from trainspotter.readers._tabular import (
     list_names,
     table_to_run,
 )
-from trainspotter.readers.base import Reader, ReadOptions, Tail
+from trainspotter.readers.base import ReadOptions
 
 SCORE = 90
 RUN_METRIC_SEPARATOR = " - "
@@ -64,19 +64,14 @@ def _is_runs_table(cells: list[str]) -> bool:
     return lowered >= RUNS_TABLE_MARKERS and HISTORY_STEP not in cells
 
 
-class WandbReader(Reader):
+class WandbReader(TableFileReader):
     """W&B run-history and chart-panel CSV exports (see the module docstring)."""
 
     name = "wandb"
     description = "W&B CSV export (run history, or a chart panel's CSV)"
 
     def sniff(self, path: Path, head: str) -> int:
-        if "\x00" in head:
-            return 0
-        layout = sniff_csv_layout(head)
-        if layout is None:
-            return 0
-        cells = header_cells(layout)
+        cells = sniffed_header_cells(head)
         if _is_history_header(cells) or _is_chart_header(cells) or _is_runs_table(cells):
             return SCORE
         return 0
@@ -93,13 +88,6 @@ class WandbReader(Reader):
         except OSError:
             return None
         return exports[0] if len(exports) == 1 else None
-
-    def read(self, path: Path, options: ReadOptions) -> Run:
-        display = options.display_for(path)
-        return self.run_from_table(read_csv_table(path, display), display, options)
-
-    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
-        return table_file_tail(self, target, display, options)
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed export (also used by `watch`)."""
