@@ -317,3 +317,17 @@ def pair_problem(detector_id: str, values: Mapping[str, Any]) -> tuple[str, str]
             f"{high_name} must be >= {low_name}"
         )
     return None
+
+
+__all__ = [
+    "MAX_INT_PARAM",
+    "WINDOW_POINTS",
+    "ParamRange",
+    "ParamSpec",
+    "describe_type",
+    "detector_params",
+    "field_docs",
+    "param_pairs",
+    "param_range",
+    "param_ranges",
+]

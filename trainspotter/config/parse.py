@@ -555,3 +555,13 @@ def load_config(path: str | Path | None = None, *, folder: Path | None = None) -
     except OSError as exc:
         raise ConfigError(display, None, "", f"cannot read: {exc.strerror or exc}") from None
     return parse_config(text, display)
+
+
+__all__ = [
+    "IGNORE_KEYS",
+    "REPORT_KEYS",
+    "TOP_LEVEL_KEYS",
+    "find_config",
+    "load_config",
+    "parse_config",
+]

@@ -240,3 +240,23 @@ def path_matches(pattern: str, path: str) -> bool:
     # A pattern naming a folder covers the logs inside it (`runs/a` covers `runs/a/x.csv`).
     parts = normalised.split("/")
     return any(regex.match("/".join(parts[:n])) for n in range(1, len(parts)))
+
+
+__all__ = [
+    "ARTIFACT_NAME_FORBIDDEN",
+    "CONFIG_NAMES",
+    "DEFAULT_ARTIFACT_NAME",
+    "DEFAULT_OUTPUTS",
+    "DEFAULT_REPORT_DIR",
+    "GATE_OUTPUTS",
+    "RESERVED_DETECTOR_KEYS",
+    "SEVERITY_LABELS",
+    "Config",
+    "ConfigError",
+    "DetectorSettings",
+    "IgnoreRule",
+    "ReportSettings",
+    "glob_problem",
+    "path_matches",
+    "path_pattern_regex",
+]
