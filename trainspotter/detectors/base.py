@@ -60,6 +60,11 @@ def scope_or_abstain(metrics: Iterable[str], missing: str) -> Scope | Abstain:
     return Scope(metrics=found) if found else Abstain(missing)
 
 
+def fmt(x: float) -> str:
+    """A number as findings' messages write it: four significant digits."""
+    return f"{x:.4g}"
+
+
 @dataclass(frozen=True)
 class Above:
     """A lower bound a parameter's math needs beyond the config's generic range rules,

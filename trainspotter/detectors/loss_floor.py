@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats
-from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
 
@@ -136,10 +136,6 @@ def _says_regression(name: str) -> bool:
     return bool(words & _REGRESSION_WORDS) or "smooth_l1" in name.lower()
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
-
-
 def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None:
     series = run.metrics[name]
     x, y = stats.finite_xy(series.steps, series.values)
@@ -161,19 +157,19 @@ def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None
     low_step = int(x[low_index])
     share = 100 * stats.span_fraction(x, low_step)
     rule = (
-        f"at or below {_fmt(params.abs_floor)} from a start of {_fmt(start_level)}"
+        f"at or below {fmt(params.abs_floor)} from a start of {fmt(start_level)}"
         if rule_a
-        else f"a {_fmt(100 * drop)}% drop from {_fmt(start_level)}"
+        else f"a {fmt(100 * drop)}% drop from {fmt(start_level)}"
     )
     message = (
-        f"Heuristic: {name} reached {_fmt(low)} (3-point median) by step {low_step}, "
-        f"{_fmt(share)}% into the run ({rule}). An honest cross-entropy-scale loss rarely "
+        f"Heuristic: {name} reached {fmt(low)} (3-point median) by step {low_step}, "
+        f"{fmt(share)}% into the run ({rule}). An honest cross-entropy-scale loss rarely "
         "gets this low this early; label leakage or a loss bug usually does. Check before "
         "trusting the run; if the task really is that easy, silence loss_floor in the config."
     )
     return Finding(
         detector=NAME,
-        title=f"Heuristic: {name} implausibly low early ({_fmt(low)} by step {low_step})",
+        title=f"Heuristic: {name} implausibly low early ({fmt(low)} by step {low_step})",
         severity=Severity.WARNING,
         metric=name,
         step_start=int(x[0]),
@@ -221,9 +217,9 @@ def _check_held_out(
     first_low = int(x[below[0]])
     train_low = float(smooth.min())
     message = (
-        f"Heuristic: {name} fell to {_fmt(train_low)} (3-point median; at or below "
-        f"{_fmt(params.abs_floor)} from step {first_low}) and {eval_name} to "
-        f"{_fmt(eval_low)} at step {eval_step}, from a start of {_fmt(start_level)}. "
+        f"Heuristic: {name} fell to {fmt(train_low)} (3-point median; at or below "
+        f"{fmt(params.abs_floor)} from step {first_low}) and {eval_name} to "
+        f"{fmt(eval_low)} at step {eval_step}, from a start of {fmt(start_level)}. "
         "Memorising the training set drives the train loss to ~0 but not the loss on "
         "held-out data; both this low is the signature of label leakage (a feature that "
         "encodes the target, or eval samples that are also in the training set). If the "

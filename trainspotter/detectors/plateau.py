@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats, stuck
-from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
 from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
@@ -263,10 +263,6 @@ def _find_plateau(x: FloatArray, y: FloatArray, params: PlateauParams) -> _Plate
     )
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
-
-
 @dataclass(frozen=True)
 class _Context:
     """What the verdicts need about one loss and the run's LR."""
@@ -301,8 +297,8 @@ class _Context:
     def flat_text(self) -> str:
         p = self.plateau
         return (
-            f"{self.name} has been flat at about {_fmt(p.flat_level)} since step "
-            f"{p.start_step}, the last {_fmt(100 * p.flat_fraction)}% of the run (steps "
+            f"{self.name} has been flat at about {fmt(p.flat_level)} since step "
+            f"{p.start_step}, the last {fmt(100 * p.flat_fraction)}% of the run (steps "
             f"{p.start_step}-{self.last})"
         )
 
@@ -391,7 +387,7 @@ def _falling(trend: stats.Trend | None, alpha: float) -> bool:
 def _change_words(first: float, last: float) -> str:
     """Says "ended 3.7% higher" or "ended 4.2% lower": the sign lives in the word."""
     if first == 0:
-        return f"ended at {_fmt(last)}"
+        return f"ended at {fmt(last)}"
     pct = 100 * (last - first) / abs(first)
     return f"ended {abs(pct):.1f}% {'higher' if pct > 0 else 'lower'}"
 
@@ -399,10 +395,10 @@ def _change_words(first: float, last: float) -> str:
 def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatArray) -> _Verdict:
     p = ctx.plateau
     message = (
-        f"{ctx.name} was {_fmt(float(y[0]))} at step {ctx.first} and {_fmt(float(y[-1]))} at "
-        f"step {ctx.last} (smoothed: {_fmt(p.start_level)} -> {_fmt(p.flat_level)}, "
+        f"{ctx.name} was {fmt(float(y[0]))} at step {ctx.first} and {fmt(float(y[-1]))} at "
+        f"step {ctx.last} (smoothed: {fmt(p.start_level)} -> {fmt(p.flat_level)}, "
         f"{_change_words(p.start_level, p.flat_level)}), with no significant downward trend "
-        f"over its {y.size} logged points: never {_fmt(100 * params.not_learning_drop)}% below "
+        f"over its {y.size} logged points: never {fmt(100 * params.not_learning_drop)}% below "
         "where it started."
     )
     if ctx.per_epoch:
@@ -416,7 +412,7 @@ def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatA
             f"this says the loss did not improve over steps {ctx.first}-{ctx.last}."
         )
     if ctx.has_lr:
-        message += f" The peak LR was {_fmt(ctx.peak_lr)}."
+        message += f" The peak LR was {fmt(ctx.peak_lr)}."
     fixes = (
         "Check that the optimiser is given the model's parameters and that they require "
         "gradients (frozen layers, a detached loss, a LoRA adapter not attached).",
@@ -450,8 +446,8 @@ def _lr_died(
         return None
     evidence["lr_zero_step"] = zero_step
     message = (
-        f"{ctx.flat_text}. The LR fell below {_fmt(100 * params.lr_zero_fraction)}% of its "
-        f"peak {_fmt(ctx.peak_lr)} at step {zero_step}, with {_fmt(100 * left)}% of the run "
+        f"{ctx.flat_text}. The LR fell below {fmt(100 * params.lr_zero_fraction)}% of its "
+        f"peak {fmt(ctx.peak_lr)} at step {zero_step}, with {fmt(100 * left)}% of the run "
         "still to go: the optimiser has effectively stopped, the classic cause of a stall "
         "like this."
     )
@@ -497,13 +493,13 @@ def _stalled(ctx: _Context, params: PlateauParams) -> _Verdict | None:
     ):
         return None
     message = (
-        f"{ctx.flat_text}, at {_fmt(100 * p.flat_level / p.start_level)}% of its starting "
-        f"level {_fmt(p.start_level)}, with no significant downward trend left."
+        f"{ctx.flat_text}, at {fmt(100 * p.flat_level / p.start_level)}% of its starting "
+        f"level {fmt(p.start_level)}, with no significant downward trend left."
     )
     if ctx.has_lr:
         lr_then = ctx.lr_at(p.start_step)
         message += (
-            f" The LR was still {_fmt(lr_then)} ({_fmt(100 * lr_then / ctx.peak_lr)}% of its "
+            f" The LR was still {fmt(lr_then)} ({fmt(100 * lr_then / ctx.peak_lr)}% of its "
             "peak) when it stopped improving."
         )
     fixes = (
@@ -535,7 +531,7 @@ def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> st
     best_step, best = int(ctx.eval_x[i]), float(ctx.eval_y[i])
     evidence["eval_loss_min"] = best
     evidence["eval_loss_min_step"] = best_step
-    lowest = f"lowest {_fmt(best)} at step {best_step}"
+    lowest = f"lowest {fmt(best)} at step {best_step}"
     if best_step <= p.start_step + EVAL_SETTLED_FRACTION * (ctx.last - p.start_step):
         when = "before the train loss went flat" if best_step <= p.start_step else "soon after"
         return (
@@ -549,7 +545,7 @@ def _converged(
     ctx: _Context, params: PlateauParams, evidence: dict[str, float | int | str]
 ) -> _Verdict:
     p = ctx.plateau
-    message = f"{ctx.flat_text}, after falling from {_fmt(p.start_level)} (smoothed)."
+    message = f"{ctx.flat_text}, after falling from {fmt(p.start_level)} (smoothed)."
     title = f"{ctx.name} converged: flat since step {p.start_step}"
     if p.still_falling:
         message += (
@@ -560,8 +556,8 @@ def _converged(
     if _annealed_run(ctx, params):
         lr_then, lr_end = ctx.lr_at(p.start_step), float(ctx.lr_y[-1])
         message += (
-            f" The LR was annealed to {_fmt(lr_end)} by the end (peak {_fmt(ctx.peak_lr)}, "
-            f"{_fmt(lr_then)} at step {p.start_step} when the loss went flat): the flat end "
+            f" The LR was annealed to {fmt(lr_end)} by the end (peak {fmt(ctx.peak_lr)}, "
+            f"{fmt(lr_then)} at step {p.start_step} when the loss went flat): the flat end "
             "of a deliberate schedule is convergence, not a stall."
         )
         if lr_then >= 0.5 * ctx.peak_lr:

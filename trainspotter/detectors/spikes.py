@@ -14,7 +14,7 @@ from typing import Annotated
 import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
-from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Above, Abstain, Scope, fmt, scope_or_abstain
 from trainspotter.model import Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
 
@@ -479,10 +479,6 @@ def _judge(
     return _Episode(start, end, peak, baseline, peak_z, ended, level, None)
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
-
-
 def _finding(
     name: str, run: Run, curve: _Curve, ep: _Episode, params: SpikesParams, total: int
 ) -> Finding:
@@ -492,14 +488,14 @@ def _finding(
     steps = curve.steps
     start_step, end_step, peak_step = int(steps[ep.start]), int(steps[ep.end]), int(steps[ep.peak])
     single = start_step == end_step
-    size = f"{_fmt(ratio)}x" if baseline > 0 else f"+{_fmt(peak_value - baseline)}"
+    size = f"{fmt(ratio)}x" if baseline > 0 else f"+{fmt(peak_value - baseline)}"
     # The noise window holds `window` points, fewer near the start of the log: say so.
     noise_points = min(ep.start, curve.window)
     short_baseline = noise_points < curve.window
     message = (
-        f"{name} jumped from {_fmt(baseline)} (median of the {_RECENT_POINTS} points before) "
-        f"to {'' if single else 'a peak of '}{_fmt(peak_value)} at step {peak_step} ({size}; "
-        f"robust z {_fmt(ep.z)} against the noise of the previous {noise_points} points)"
+        f"{name} jumped from {fmt(baseline)} (median of the {_RECENT_POINTS} points before) "
+        f"to {'' if single else 'a peak of '}{fmt(peak_value)} at step {peak_step} ({size}; "
+        f"robust z {fmt(ep.z)} against the noise of the previous {noise_points} points)"
         + ("" if single else f", over steps {start_step}-{end_step}")
         + ". "
     )
@@ -528,14 +524,14 @@ def _finding(
         message += (
             f"The log ends {points_after} logged point{'s' if points_after != 1 else ''} after "
             f"it, fewer than the {params.recovery_points} needed to judge recovery"
-            + (f" (their median is {_fmt(level_after)})." if math.isfinite(level_after) else ".")
+            + (f" (their median is {fmt(level_after)})." if math.isfinite(level_after) else ".")
         )
     elif ep.recovered:
         severity, recovery = Severity.WARNING, "yes"
         back_step = int(steps[ep.back_at]) if ep.back_at is not None else end_step
         message += (
             f"It came back: from step {back_step} the median of the next "
-            f"{params.recovery_points} points is {_fmt(level_after)}."
+            f"{params.recovery_points} points is {fmt(level_after)}."
         )
         if single and ep.back_at is not None and ep.back_at <= ep.end + 1:
             # One logged point, back at the very next one: one hard batch, the usual tail
@@ -549,9 +545,9 @@ def _finding(
         if not math.isfinite(level_after):
             message += "It did not recover: the metric is non-finite from then on."
         else:
-            message += f"It did not recover: it ends at a median of {_fmt(level_after)}"
+            message += f"It did not recover: it ends at a median of {fmt(level_after)}"
             message += (
-                f", {_fmt(level_after / baseline)}x the level before." if baseline > 0 else "."
+                f", {fmt(level_after / baseline)}x the level before." if baseline > 0 else "."
             )
     if short_baseline:
         # Severity follows evidence: a rough noise estimate lowers it one level.

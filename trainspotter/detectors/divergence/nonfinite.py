@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainspotter.detectors.base import fmt
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
-from trainspotter.detectors.divergence.rise import Rise, fmt
+from trainspotter.detectors.divergence.rise import Rise
 from trainspotter.model import Finding, Run, Series, Severity
 from trainspotter.names import GRAD_NORM, LR, TRAIN_LOSS, is_loss_like
 
@@ -119,18 +120,33 @@ def nonfinite_finding(
         if rise is not None and rise.onset_step < start_step:
             start_step = rise.onset_step
             climb = _climb_before_nonfinite(rise, lead, last_finite, evidence)
-        return Finding(
-            detector=NAME,
-            title=f"{lead.metric} became {kind} at step {lead.start_step}",
-            severity=Severity.ERROR,
-            metric=lead.metric,
-            step_start=start_step,
-            step_end=end_step,
-            message=f"{lead.metric} is {kind} {span}.{previous}{also}{climb}",
-            evidence=evidence,
-            fixes=_nan_fixes(start_step, lead.start_step, _first_step(run)),
-        )
+        title = f"{lead.metric} became {kind} at step {lead.start_step}"
+        message = f"{lead.metric} is {kind} {span}.{previous}{also}{climb}"
+        return _error(run, lead, (start_step, end_step), title, message, evidence)
     return _gradient_finding(run, group, lead, span, previous, evidence, params)
+
+
+def _error(
+    run: Run,
+    lead: Episode,
+    steps: tuple[int, int],
+    title: str,
+    message: str,
+    evidence: dict[str, float | int | str],
+) -> Finding:
+    """An error about `lead` over `steps` (a loss gone non-finite, or a gradient that stays
+    so): the fixes restart from before the first of them."""
+    return Finding(
+        detector=NAME,
+        title=title,
+        severity=Severity.ERROR,
+        metric=lead.metric,
+        step_start=steps[0],
+        step_end=steps[1],
+        message=message,
+        evidence=evidence,
+        fixes=_nan_fixes(steps[0], lead.start_step, _first_step(run)),
+    )
 
 
 def _gradient_finding(
@@ -149,21 +165,13 @@ def _gradient_finding(
     start_step = min(e.start_step for e in group)
     end_step = max(e.end_step for e in group)
     if persistent:
-        return Finding(
-            detector=NAME,
-            title=f"{lead.metric} is non-finite from step {lead.start_step} on",
-            severity=Severity.ERROR,
-            metric=lead.metric,
-            step_start=start_step,
-            step_end=end_step,
-            message=(
-                f"{lead.metric} is {kind} {span}.{previous} The loss is still finite, but "
-                "no optimiser step with a non-finite gradient is applied (or, worse, it is): "
-                "training has stopped making progress."
-            ),
-            evidence=evidence,
-            fixes=_nan_fixes(start_step, lead.start_step, _first_step(run)),
+        title = f"{lead.metric} is non-finite from step {lead.start_step} on"
+        message = (
+            f"{lead.metric} is {kind} {span}.{previous} The loss is still finite, but "
+            "no optimiser step with a non-finite gradient is applied (or, worse, it is): "
+            "training has stopped making progress."
         )
+        return _error(run, lead, (start_step, end_step), title, message, evidence)
     series = lead.series
     skipped = series.nonfinite_count()
     fraction = skipped / max(len(series), 1)
@@ -200,26 +208,24 @@ def _gradient_finding(
     )
 
 
+def _logged_at(series: Series, step: int) -> float | None:
+    """The value `series` logged at exactly `step`, or None."""
+    i = int(np.searchsorted(series.steps, step))
+    return float(series.values[i]) if i < len(series) and series.steps[i] == step else None
+
+
 def _lr_unchanged_note(run: Run, ep: Episode) -> str:
     lr = run.metrics.get(LR)
     if lr is None or ep.to_end:
         return ""
     after_step = int(ep.series.steps[ep.end + 1])
-    i_at = np.searchsorted(lr.steps, ep.end_step)
-    i_after = np.searchsorted(lr.steps, after_step)
-    if (
-        i_at < len(lr)
-        and i_after < len(lr)
-        and lr.steps[i_at] == ep.end_step
-        and lr.steps[i_after] == after_step
-        and lr.values[i_at] == lr.values[i_after]
-        and lr.values[i_at] > 0
-    ):
-        return (
-            f" The LR did not advance between steps {ep.end_step} and {after_step}, as "
-            "happens when the scheduler step is skipped with it."
-        )
-    return ""
+    at = _logged_at(lr, ep.end_step)
+    if at is None or not at > 0 or _logged_at(lr, after_step) != at:
+        return ""
+    return (
+        f" The LR did not advance between steps {ep.end_step} and {after_step}, as "
+        "happens when the scheduler step is skipped with it."
+    )
 
 
 def _climb_before_nonfinite(

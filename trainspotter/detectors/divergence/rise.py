@@ -9,13 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors.base import fmt
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
 from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import LR, is_eval
-
-
-def fmt(x: float) -> str:
-    return f"{x:.4g}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +47,22 @@ class Rise:
         diff = to_level - self.min_level
         share = f" ({fmt(100 * diff / self.scale)}% of the level)" if self.scale > 0 else ""
         return f"{diff:+.4g}{share}"
+
+    def finding(
+        self, name: str, title: str, severity: Severity, message: str, fixes: tuple[str, ...]
+    ) -> Finding:
+        """The finding for this rise of `name`: from its onset to its last risen step."""
+        return Finding(
+            detector=NAME,
+            title=title,
+            severity=severity,
+            metric=name,
+            step_start=self.onset_step,
+            step_end=self.end_step,
+            message=message,
+            evidence=self.evidence,
+            fixes=fixes,
+        )
 
 
 def _rising(trend: stats.Trend, alpha: float, params: DivergenceParams) -> bool:
@@ -291,17 +304,8 @@ def drift_finding(name: str, rise: Rise, run: Run) -> Finding:
         + _lr_rise_note(run, rise)
     )
     rise.evidence["onset_step"] = rise.onset_step
-    return Finding(
-        detector=NAME,
-        title=f"{name} is drifting upward (diverging) from step {rise.onset_step}",
-        severity=Severity.ERROR,
-        metric=name,
-        step_start=rise.onset_step,
-        step_end=rise.end_step,
-        message=message,
-        evidence=rise.evidence,
-        fixes=_drift_fixes(name, rise),
-    )
+    title = f"{name} is drifting upward (diverging) from step {rise.onset_step}"
+    return rise.finding(name, title, Severity.ERROR, message, _drift_fixes(name, rise))
 
 
 def transient_finding(name: str, rise: Rise, run: Run) -> Finding:
@@ -330,19 +334,11 @@ def transient_finding(name: str, rise: Rise, run: Run) -> Finding:
         f"{rise.detail} {outcome}"
     )
     title_end = "came back (eval/loss did not)" if eval_note else "came back"
-    return Finding(
-        detector=NAME,
-        title=f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and {title_end}",
-        severity=Severity.WARNING,
-        metric=name,
-        step_start=rise.onset_step,
-        step_end=rise.end_step,
-        message=message,
-        evidence=rise.evidence,
-        fixes=(
-            f"Lower the learning rate (2-3x) or add/lengthen warmup: the climb started at "
-            f"step {rise.min_step}.",
-            "Enable gradient clipping (e.g. max_norm=1.0).",
-            f"Inspect the data around steps {rise.min_step}-{rise.peak_step} for a bad shard.",
-        ),
+    title = f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and {title_end}"
+    fixes = (
+        f"Lower the learning rate (2-3x) or add/lengthen warmup: the climb started at "
+        f"step {rise.min_step}.",
+        "Enable gradient clipping (e.g. max_norm=1.0).",
+        f"Inspect the data around steps {rise.min_step}-{rise.peak_step} for a bad shard.",
     )
+    return rise.finding(name, title, Severity.WARNING, message, fixes)
