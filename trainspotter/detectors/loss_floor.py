@@ -9,7 +9,7 @@ import numpy as np
 
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
-from trainspotter.model import Finding, Run, Severity
+from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
 
 NAME = "loss_floor"
@@ -118,9 +118,10 @@ class LossFloorDetector:
         eval_losses = [n for n in run.metrics if is_loss_like(n) and is_eval(n)]
         findings = []
         for name in names:
-            finding = _check_early(run, name, params) or _check_held_out(
-                run, name, eval_losses, params
-            )
+            loss = _judgeable(run, name, params)
+            if loss is None:
+                continue
+            finding = _check_early(loss, params) or _check_held_out(run, loss, eval_losses, params)
             if finding is not None:
                 findings.append(finding)
         return findings
@@ -136,19 +137,39 @@ def _says_regression(name: str) -> bool:
     return bool(words & _REGRESSION_WORDS) or "smooth_l1" in name.lower()
 
 
-def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None:
+@dataclass(frozen=True)
+class _Loss:
+    """A training loss the rules can judge (algorithm step 1)."""
+
+    name: str
+    x: FloatArray
+    y: FloatArray
+    """Its finite points, at least `min_points` of them."""
+    start_level: float
+    """The first value or the median of the first 3 points, whichever is larger; at least
+    `min_start_level`."""
+
+
+def _judgeable(run: Run, name: str, params: LossFloorParams) -> _Loss | None:
     series = run.metrics[name]
     x, y = stats.finite_xy(series.steps, series.values)
     if y.size < params.min_points:
         return None
     start_level = max(float(y[0]), float(np.median(y[:3])))
+    if start_level < params.min_start_level:
+        return None  # not an untrained classifier's cross-entropy: no scale to judge by
+    return _Loss(name, x, y, start_level)
+
+
+def _check_early(loss: _Loss, params: LossFloorParams) -> Finding | None:
+    """Rules A and B: the early low (3-point median) at or below `abs_floor`, or a
+    thousand-fold drop from the start to at most `drop_ceiling`."""
+    name, x, y, start_level = loss.name, loss.x, loss.y, loss.start_level
     cutoff = x[0] + params.early_fraction * (x[-1] - x[0])
     n_early = max(int(np.searchsorted(x, cutoff, side="right")), params.min_early_points + 1)
     smooth = stats.rolling_median(y[: n_early + 1], 3, center=True)[:n_early]
     low_index = int(np.argmin(smooth))
     low = float(smooth[low_index])
-    if start_level < params.min_start_level:
-        return None  # not an untrained classifier's cross-entropy: no scale to judge by
     rule_a = low <= params.abs_floor
     drop = 1.0 - low / start_level
     rule_b = drop >= params.min_drop and low <= params.drop_ceiling
@@ -167,40 +188,29 @@ def _check_early(run: Run, name: str, params: LossFloorParams) -> Finding | None
         "gets this low this early; label leakage or a loss bug usually does. Check before "
         "trusting the run; if the task really is that easy, silence loss_floor in the config."
     )
-    return Finding(
-        detector=NAME,
-        title=f"Heuristic: {name} implausibly low early ({fmt(low)} by step {low_step})",
-        severity=Severity.WARNING,
-        metric=name,
-        step_start=int(x[0]),
-        step_end=low_step,
-        message=message,
-        evidence={
-            "start_level": start_level,
-            "early_low": low,
-            "early_low_step": low_step,
-            "fraction_of_run": round(share / 100, 4),
-            "drop_fraction": drop,
-            "rule": "absolute floor" if rule_a else "thousand-fold drop",
-            "final_level": float(np.median(y[-3:])),
-        },
-        fixes=_FIXES,
-    )
+    title = f"Heuristic: {name} implausibly low early ({fmt(low)} by step {low_step})"
+    evidence: dict[str, float | int | str] = {
+        "start_level": start_level,
+        "early_low": low,
+        "early_low_step": low_step,
+        "fraction_of_run": round(share / 100, 4),
+        "drop_fraction": drop,
+        "rule": "absolute floor" if rule_a else "thousand-fold drop",
+        "final_level": float(np.median(y[-3:])),
+    }
+    return _warning(name, (int(x[0]), low_step), title, message, evidence)
 
 
 def _check_held_out(
-    run: Run, name: str, eval_losses: list[str], params: LossFloorParams
+    run: Run, loss: _Loss, eval_losses: list[str], params: LossFloorParams
 ) -> Finding | None:
     """Rule C: train and eval loss both at or below `abs_floor`, from a cross-entropy-scale
     start. Memorising the training set drives the train loss to ~0 but not the eval loss;
     a leak in the features does both."""
-    x, y = stats.finite_xy(run.metrics[name].steps, run.metrics[name].values)
-    if y.size < params.min_points or not eval_losses:
+    if not eval_losses:
         return None
-    start_level = max(float(y[0]), float(np.median(y[:3])))
-    if start_level < params.min_start_level:
-        return None
-    smooth = stats.rolling_median(y, 3, center=True)
+    name, x, start_level = loss.name, loss.x, loss.start_level
+    smooth = stats.rolling_median(loss.y, 3, center=True)
     below = np.flatnonzero(smooth <= params.abs_floor)
     if below.size == 0:
         return None
@@ -225,23 +235,36 @@ def _check_held_out(
         "encodes the target, or eval samples that are also in the training set). If the "
         "task really is that easy, silence loss_floor in the config."
     )
+    title = f"Heuristic: {name} and {eval_name} implausibly low (label leakage?)"
+    evidence: dict[str, float | int | str] = {
+        "start_level": start_level,
+        "train_low": train_low,
+        "train_first_step_below_floor": first_low,
+        "eval_metric": eval_name,
+        "eval_low": eval_low,
+        "eval_low_step": eval_step,
+        "rule": "train and eval below the floor",
+    }
+    return _warning(name, (first_low, int(x[-1])), title, message, evidence)
+
+
+def _warning(
+    name: str,
+    steps: tuple[int, int],
+    title: str,
+    message: str,
+    evidence: dict[str, float | int | str],
+) -> Finding:
+    """A loss_floor finding: always a warning (a heuristic), always the same fixes."""
     return Finding(
         detector=NAME,
-        title=f"Heuristic: {name} and {eval_name} implausibly low (label leakage?)",
+        title=title,
         severity=Severity.WARNING,
         metric=name,
-        step_start=first_low,
-        step_end=int(x[-1]),
+        step_start=steps[0],
+        step_end=steps[1],
         message=message,
-        evidence={
-            "start_level": start_level,
-            "train_low": train_low,
-            "train_first_step_below_floor": first_low,
-            "eval_metric": eval_name,
-            "eval_low": eval_low,
-            "eval_low_step": eval_step,
-            "rule": "train and eval below the floor",
-        },
+        evidence=evidence,
         fixes=_FIXES,
     )
 
