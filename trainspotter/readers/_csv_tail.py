@@ -3,9 +3,8 @@
 `CsvTail` is shared by the three table readers: each gives it where the file is now
 (`locate`: Lightning re-resolves its folder every poll, to move to a new `version_N/`),
 how raw column names are spelled, and how a parsed `Table` becomes its `Run`.
-`TableFileReader` is the base of a reader whose log is one table file (csv, wandb): it
-reads the file whole and follows it, the subclass says how a parsed `Table` becomes its
-`Run`.
+`TableFileReader` is the base of the readers whose log is one table file (csv, wandb):
+it reads that file whole, and follows it as it grows.
 """
 
 from __future__ import annotations
