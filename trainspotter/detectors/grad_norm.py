@@ -16,7 +16,7 @@ import numpy.typing as npt
 from trainspotter import names
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.model import Evidence, Finding, Run, Series, Severity
 
 NAME = "grad_norm"
 
@@ -344,7 +344,7 @@ def _explosion_finding(
         message += f" {blowup}"
     if explained:
         message += f" {explained}"
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "baseline_median": baseline,
         "peak_value": float(g[peak]),
         "peak_step": peak_step,

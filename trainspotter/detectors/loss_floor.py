@@ -9,7 +9,7 @@ import numpy as np
 
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
-from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
 from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
 
 NAME = "loss_floor"
@@ -189,7 +189,7 @@ def _check_early(loss: _Loss, params: LossFloorParams) -> Finding | None:
         "trusting the run; if the task really is that easy, silence loss_floor in the config."
     )
     title = f"Heuristic: {name} implausibly low early ({fmt(low)} by step {low_step})"
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "start_level": start_level,
         "early_low": low,
         "early_low_step": low_step,
@@ -236,7 +236,7 @@ def _check_held_out(
         "task really is that easy, silence loss_floor in the config."
     )
     title = f"Heuristic: {name} and {eval_name} implausibly low (label leakage?)"
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "start_level": start_level,
         "train_low": train_low,
         "train_first_step_below_floor": first_low,
@@ -249,11 +249,7 @@ def _check_held_out(
 
 
 def _warning(
-    name: str,
-    steps: tuple[int, int],
-    title: str,
-    message: str,
-    evidence: dict[str, float | int | str],
+    name: str, steps: tuple[int, int], title: str, message: str, evidence: Evidence
 ) -> Finding:
     """A loss_floor finding: always a warning (a heuristic), always the same fixes."""
     return Finding(

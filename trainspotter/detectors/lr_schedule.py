@@ -16,7 +16,7 @@ import numpy as np
 from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
-from trainspotter.model import Finding, FloatArray, Run, Series, Severity
+from trainspotter.model import Evidence, Finding, FloatArray, Run, Series, Severity
 
 NAME = "lr_schedule"
 
@@ -662,7 +662,7 @@ class _Analysis:
                 f"warm restart, cyclic) explains it. The peak before it was {previous_top:.3g}."
             )
             start, end = int(self.x[at]), int(self.x[at])
-            evidence: dict[str, float | int | str] = {
+            evidence: Evidence = {
                 "lr_before": before,
                 "lr_after": after,
                 "level_after": level_after,
@@ -803,7 +803,7 @@ class _Analysis:
             f"{int(last)}: the last {share:.0%} of the run barely trains."
         )
         loss: Series | None = self.run.metrics.get(names.TRAIN_LOSS)
-        evidence: dict[str, float | int | str] = {
+        evidence: Evidence = {
             "zero_step": zero_step,
             "lr_at_zero_step": level,
             "peak_lr": self.peak,

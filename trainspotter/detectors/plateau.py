@@ -13,7 +13,7 @@ import numpy as np
 from trainspotter.detectors import stats, stuck
 from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
-from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
 
 NAME = "plateau"
@@ -331,7 +331,7 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         eval_y=eval_y,
         per_epoch=str(run.meta.get("step_column", "")).lower() == "epoch",
     )
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "start_level": plateau.start_level,
         "flat_level": plateau.flat_level,
         "flat_since_step": plateau.start_step,
@@ -431,9 +431,7 @@ def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatA
     )
 
 
-def _lr_died(
-    ctx: _Context, params: PlateauParams, evidence: dict[str, float | int | str]
-) -> _Verdict | None:
+def _lr_died(ctx: _Context, params: PlateauParams, evidence: Evidence) -> _Verdict | None:
     """LR ~0 long before the end and the loss flat since about then: the classic cause."""
     if not ctx.has_lr:
         return None
@@ -516,7 +514,7 @@ def _stalled(ctx: _Context, params: PlateauParams) -> _Verdict | None:
     return Severity.WARNING, title, message, fixes, p.start_step
 
 
-def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> str:
+def _early_stop_fix(ctx: _Context, evidence: Evidence) -> str:
     """Could the run have stopped early? Only if the eval loss (when logged) stopped
     improving: its minimum before the flat stretch or early in it. The step named is the
     best evaluation's, the checkpoint worth keeping. Never "nothing is wrong": this note
@@ -541,9 +539,7 @@ def _early_stop_fix(ctx: _Context, evidence: dict[str, float | int | str]) -> st
     return f"The eval loss ({EVAL_LOSS}) was still improving ({lowest}): keep that checkpoint."
 
 
-def _converged(
-    ctx: _Context, params: PlateauParams, evidence: dict[str, float | int | str]
-) -> _Verdict:
+def _converged(ctx: _Context, params: PlateauParams, evidence: Evidence) -> _Verdict:
     p = ctx.plateau
     message = f"{ctx.flat_text}, after falling from {fmt(p.start_level)} (smoothed)."
     title = f"{ctx.name} converged: flat since step {p.start_step}"

@@ -15,7 +15,7 @@ import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Above, Abstain, Scope, fmt, scope_or_abstain
-from trainspotter.model import Finding, FloatArray, IntArray, Run, Series, Severity
+from trainspotter.model import Evidence, Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
 
 NAME = "spikes"
@@ -505,7 +505,7 @@ def _finding(
             "the noise estimate is rough. "
         )
     level_after = curve.back(ep.level_after) if math.isfinite(ep.level_after) else math.nan
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "level_before": baseline,
         "peak_value": peak_value,
         "peak_step": peak_step,

@@ -11,7 +11,7 @@ import numpy as np
 from trainspotter.detectors.base import fmt
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
 from trainspotter.detectors.divergence.rise import Rise
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.model import Evidence, Finding, Run, Series, Severity
 from trainspotter.names import GRAD_NORM, LR, TRAIN_LOSS, is_loss_like
 
 
@@ -86,7 +86,7 @@ def nonfinite_finding(
     before = values[: lead.start][np.isfinite(values[: lead.start])]
     last_finite = float(before[-1]) if before.size else float("nan")
     others = sorted({e.metric for e in group} - {lead.metric})
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "first_nonfinite_step": lead.start_step,
         "first_value": kind,
         "nonfinite_points": lead.points if len(group) == 1 else sum(e.points for e in group),
@@ -127,12 +127,7 @@ def nonfinite_finding(
 
 
 def _error(
-    run: Run,
-    lead: Episode,
-    steps: tuple[int, int],
-    title: str,
-    message: str,
-    evidence: dict[str, float | int | str],
+    run: Run, lead: Episode, steps: tuple[int, int], title: str, message: str, evidence: Evidence
 ) -> Finding:
     """An error about `lead` over `steps` (a loss gone non-finite, or a gradient that stays
     so): the fixes restart from before the first of them."""
@@ -155,7 +150,7 @@ def _gradient_finding(
     lead: Episode,
     span: str,
     previous: str,
-    evidence: dict[str, float | int | str],
+    evidence: Evidence,
     params: DivergenceParams,
 ) -> Finding:
     kind = str(evidence["first_value"])
@@ -229,7 +224,7 @@ def _lr_unchanged_note(run: Run, ep: Episode) -> str:
 
 
 def _climb_before_nonfinite(
-    rise: Rise, lead: Episode, last_finite: float, evidence: dict[str, float | int | str]
+    rise: Rise, lead: Episode, last_finite: float, evidence: Evidence
 ) -> str:
     """The sentence (and evidence) for the climb that led up to a loss turning non-finite.
 

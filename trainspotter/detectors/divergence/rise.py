@@ -11,7 +11,7 @@ import numpy as np
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import fmt
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
-from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
 from trainspotter.names import LR, is_eval
 
 
@@ -31,7 +31,7 @@ class Rise:
     end_level: float
     ongoing: bool
     """Still risen at the end of the log."""
-    evidence: dict[str, float | int | str]
+    evidence: Evidence
     detail: str
     """One sentence with the test's numbers."""
     in_log: bool = True
@@ -126,7 +126,7 @@ def tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> Rise | 
 
     min_level, end_level = _to_units(float(ts[i_min]), in_log), _to_units(end_t, in_log)
     sigmas = rise / noise if noise > 0 else float("inf")
-    evidence: dict[str, float | int | str] = {
+    evidence: Evidence = {
         "min_level": min_level,
         "min_step": int(min_step),
         "end_level": end_level,
@@ -192,7 +192,7 @@ def transient_rises(x: FloatArray, y: FloatArray, run: Run, params: DivergencePa
         min_level = _to_units(float(ts[i_min]), in_log)
         peak_level = _to_units(float(ts[i_peak]), in_log)
         after = _to_units(float(ts[min(end + 1, ts.size - 1)]), in_log)
-        evidence: dict[str, float | int | str] = {
+        evidence: Evidence = {
             "min_level": min_level,
             "min_step": int(xs[i_min]),
             "peak_level_smoothed": peak_level,
