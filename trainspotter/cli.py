@@ -42,12 +42,14 @@ from trainspotter.errors import (
     EXIT_OK,
     TrainspotterError,
     UsageError,
+    did_you_mean,
 )
 from trainspotter.gate import GateOptions, run_gate
 from trainspotter.model import Severity
 from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions
 from trainspotter.report.escape import fence_workflow_commands, message_text
+from trainspotter.report.wording import COLOR_MODES, PIPED_WIDTH, color_wanted, terminal_width
 from trainspotter.verdict import exit_code
 
 PROG = "trainspotter"
@@ -55,6 +57,17 @@ PROG = "trainspotter"
 EXTRA_OUTPUTS = ("html", "json", "markdown", "github", "sarif", "codequality", "junit")
 SEVERITY_CHOICES = [s.label for s in Severity]
 """`--fail-on` values (analyze, watch, gate)."""
+FAIL_ON_HELP = "{" + ",".join(SEVERITY_CHOICES) + "}"
+
+
+def _severity(text: str) -> str:
+    """A `--fail-on` value; a typo gets a did-you-mean (argparse's `choices` has none)."""
+    if text not in SEVERITY_CHOICES:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r}{did_you_mean(text, SEVERITY_CHOICES)} "
+            f"(choose from {', '.join(SEVERITY_CHOICES)})"
+        )
+    return text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,13 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
     analyze_cmd.add_argument(
         "--fail-on",
-        choices=SEVERITY_CHOICES,
+        type=_severity,
+        metavar=FAIL_ON_HELP,
         default=None,
         help="exit 1 when a finding is at or above this severity (default: the config's "
         "fail_on, else error)",
     )
     analyze_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
-    analyze_cmd.add_argument("--verbose", action="store_true", help="also list every metric")
+    _add_detail_flags(analyze_cmd, finding=True)
     analyze_cmd.add_argument(
         "--jobs",
         type=_positive_int,
@@ -134,6 +148,32 @@ def build_parser() -> argparse.ArgumentParser:
             help=("show tracebacks instead of one-line errors"),
         )
     return parser
+
+
+def _add_detail_flags(command: argparse.ArgumentParser, *, finding: bool) -> None:
+    """How much the terminal report says, and in colour or not (analyze, gate)."""
+    amount = command.add_mutually_exclusive_group()
+    amount.add_argument(
+        "--verbose",
+        action="store_true",
+        help="every finding in full: evidence, every fix, what was checked, every metric",
+    )
+    amount.add_argument("--quiet", action="store_true", help="only one verdict line per log")
+    if finding:
+        amount.add_argument(
+            "--finding", metavar="ID", help="show one finding (e.g. F2) in full, with its detector"
+        )
+    _add_color_flag(command)
+
+
+def _add_color_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--color",
+        choices=COLOR_MODES,
+        default="auto",
+        help="colour the terminal output (auto: on a terminal, unless NO_COLOR is set; "
+        "FORCE_COLOR forces it)",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -173,7 +213,8 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     watch_cmd.add_argument(
         "--fail-on",
-        choices=SEVERITY_CHOICES,
+        type=_severity,
+        metavar=FAIL_ON_HELP,
         default=None,
         help="exit 1 when a final finding is at or above this severity, and stop watching at "
         "the first one (default: the config's fail_on, else error, without stopping early)",
@@ -199,6 +240,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="last option: run CMD ARGS... (no shell) for each new finding, with the "
         "finding's JSON on stdin",
     )
+    _add_color_flag(watch_cmd)
 
 
 def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -216,7 +258,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
     )
     gate_cmd.add_argument(
-        "--fail-on", choices=SEVERITY_CHOICES, help="override the config's fail_on"
+        "--fail-on", type=_severity, metavar=FAIL_ON_HELP, help="override the config's fail_on"
     )
     gate_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
     gate_cmd.add_argument(
@@ -237,6 +279,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         metavar="N",
         help="analyse up to N logs at once, one process each (default: the number of cores)",
     )
+    _add_detail_flags(gate_cmd, finding=False)
     gate_cmd.add_argument(
         "--github",
         action=argparse.BooleanOptionalAction,
@@ -252,9 +295,15 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     check_cmd.add_argument("file", nargs="?", metavar="FILE", help="default: ./.trainspotter.yml")
 
 
-def _use_color(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ
+def _check_finding_id(finding_id: str, analyses: Sequence[Analysis]) -> None:
+    """`--finding ID` must name a finding of some log: else a one-line error that lists
+    the ids there are (and the closest one)."""
+    ids = list(dict.fromkeys(f.id for a in analyses for f in a.findings))
+    if finding_id not in ids:
+        known = f"findings: {', '.join(ids)}" if ids else "no findings"
+        raise UsageError(
+            f"--finding: no finding {finding_id!r}{did_you_mean(finding_id, ids)} ({known})"
+        )
 
 
 def _write_output(text: str, out: str | None, inputs: Sequence[Path]) -> None:
@@ -284,8 +333,19 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         jobs=args.jobs or default_jobs(),
         progress=sys.stderr if sys.stderr.isatty() else None,
     )
-    color = args.out is None and args.output == "terminal" and _use_color(sys.stdout)
-    render = RenderOptions(color=color, fail_on=fail_on, verbose=args.verbose)
+    to_terminal = args.out is None and args.output == "terminal"
+    if args.finding is not None:
+        if args.output != "terminal":
+            raise UsageError("--finding works with the terminal report (--output terminal)")
+        _check_finding_id(args.finding, analyses)
+    render = RenderOptions(
+        color=to_terminal and color_wanted(args.color, sys.stdout),
+        fail_on=fail_on,
+        verbose=args.verbose,
+        quiet=args.quiet,
+        finding=args.finding,
+        width=terminal_width(sys.stdout) if to_terminal else PIPED_WIDTH,
+    )
     text = REPORTS[args.output].render(analyses, render)
     inputs = [Path(p) for p in args.paths]
     if args.out is None and args.output != "github" and os.environ.get("GITHUB_ACTIONS") == "true":
@@ -320,7 +380,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
             exec_command=tuple(args.exec_command or ()),
             idle_exit=args.idle_exit,
-            color=_use_color(sys.stdout),
+            color=color_wanted(args.color, sys.stdout),
+            width=terminal_width(sys.stdout),
         )
     )
     return watch(options)
@@ -374,7 +435,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         report_dir=Path(args.report_dir) if args.report_dir else None,
         outputs=outputs,
         github=github,
-        color=_use_color(sys.stdout),
+        color=color_wanted(args.color, sys.stdout),
+        verbose=args.verbose,
+        quiet=args.quiet,
+        width=terminal_width(sys.stdout),
         jobs=args.jobs or default_jobs(),
         progress=sys.stderr if sys.stderr.isatty() else None,
     )

@@ -30,3 +30,12 @@ class InputError(TrainspotterError):
 
 class UsageError(TrainspotterError):
     """Bad arguments or options."""
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    """` (did you mean 'error'?)` for the closest choice (difflib), else ``: for an error
+    message about a mistyped id, key or value."""
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -47,7 +47,7 @@ from trainspotter.errors import (
     UsageError,
 )
 from trainspotter.model import Severity
-from trainspotter.report import REPORTS, RenderOptions
+from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.common import total_counts
 from trainspotter.report.escape import (
     fence_workflow_commands,
@@ -133,6 +133,11 @@ class GateOptions:
     github: bool = False
     """Running in GitHub Actions: annotations and stop-commands wrapping."""
     color: bool = False
+    verbose: bool = False
+    """The terminal log: every finding in full (else terse), or only verdicts (quiet)."""
+    quiet: bool = False
+    width: int = 80
+    """The terminal log's wrap column."""
     comment: bool | None = None
     """Write comment.md; None: the config's `report.comment`."""
     jobs: int | None = None
@@ -285,7 +290,13 @@ def _plan(options: GateOptions) -> _Plan:
         patterns=tuple(patterns),
         outputs=tuple(outputs),
         report_dir=options.report_dir or (options.base / config.report.directory),
-        render=RenderOptions(color=options.color and not options.github, fail_on=fail_on),
+        render=RenderOptions(
+            color=options.color and not options.github,
+            fail_on=fail_on,
+            verbose=options.verbose,
+            quiet=options.quiet,
+            width=options.width,
+        ),
     )
 
 
@@ -338,7 +349,7 @@ def _print_log(
     if analyses:
         lines.append(REPORTS["terminal"].render(analyses, render).rstrip("\n"))
     lines.extend(f"skipped {p.display}: {p.reason}" for p in checked.skipped)
-    count = f"{len(analyses)} log{'s' if len(analyses) != 1 else ''} checked"
+    count = f"{wording.count(len(analyses), 'log')} checked"
     lines.append(f"trainspotter gate: {count}; {verdict}")
     text = "\n".join(lines) + "\n"
     error_lines = "".join(f"trainspotter: error: {p.display}: {p.reason}\n" for p in failures)

@@ -126,6 +126,8 @@ class WatchOptions:
     """Stop (exit 0) once no log has grown for this many seconds."""
     base: Path = Path(".")
     color: bool = False
+    width: int = 80
+    """The column to wrap printed findings at."""
 
 
 class Watcher:
@@ -146,6 +148,7 @@ class Watcher:
             err,
             status=status,
             color=options.color,
+            width=options.width,
             exec_command=options.exec_command,
             exec_timeout=options.exec_timeout,
         )
@@ -321,7 +324,8 @@ class Watcher:
         return [log.analysis for log in self.logs.values() if log.analysis is not None]
 
     def summary(self, why: str) -> str:
-        return summary_text(why, self.polls, list(self.logs.values()))
+        logs = list(self.logs.values())
+        return summary_text(why, self.polls, logs, self.fail_on, self.options.width)
 
     @property
     def fail_on(self) -> Severity:

@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from typing import Protocol, TextIO
 
 from trainspotter.analysis import Analysis
-from trainspotter.model import Finding
+from trainspotter.model import Finding, Severity
+from trainspotter.report import wording
+from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import step_range
 from trainspotter.report.escape import terminal_text
 from trainspotter.report.json_report import finding_dict
-from trainspotter.report.terminal import Style
+from trainspotter.report.terminal import Style, verdict_lines
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class WatchOutput:
         *,
         status: bool = False,
         color: bool = False,
+        width: int = wording.PIPED_WIDTH,
         exec_command: Sequence[str] = (),
         exec_timeout: float = 60.0,
     ) -> None:
@@ -70,6 +73,7 @@ class WatchOutput:
         self.err = err
         self.status = status
         self.style = Style(color)
+        self.width = width
         self.exec_command = tuple(exec_command)
         self.exec_timeout = exec_timeout
         self._status_shown = False
@@ -93,13 +97,18 @@ class WatchOutput:
         """Print a finding; run the hook for a new one or one whose severity rose."""
         self.clear_status()
         finding = event.finding
-        label = self.style.severity_label(finding.severity)
+        label = self.style.severity(finding.severity)
         what = "NEW" if event.kind == "new" else "UPDATED"
-        self.out.write(
-            f"{what:7s} {label} {terminal_text(event.log)}: {terminal_text(finding.title)} "
-            f"({finding.detector}, {terminal_text(finding.metric)}, {step_range(finding)})\n"
-            f"        {terminal_text(finding.message)}\n"
+        head = wording.wrap(
+            f"{what:7s} {finding.severity.label:7s} {terminal_text(event.log)}: "
+            f"{terminal_text(finding.title)} ({_where(finding)})",
+            self.width,
+            " " * 8,
+            first_indent="",
         )
+        head[0] = f"{what:7s} {label}" + head[0][15:]
+        body = wording.wrap(terminal_text(finding.message), self.width, " " * 8)
+        self.out.write("\n".join([*head, *body]) + "\n")
         self.out.flush()
         if self.exec_command and (event.kind == "new" or event.severity_rose):
             self._run_hook(event)
@@ -143,10 +152,10 @@ class WatchOutput:
             return
         points = sum(log.points for log in logs)
         steps = [log.last_step for log in logs if log.last_step is not None]
-        last = f", last step {max(steps):,}" if steps else ""
+        last = f", last {wording.step(max(steps))}" if steps else ""
         stamp = time.strftime("%H:%M:%S")
         text = (
-            f"watching {len(logs)} log{'s' if len(logs) != 1 else ''}: {points:,} points{last}; "
+            f"watching {wording.count(len(logs), 'log')}: {wording.count(points, 'point')}{last}; "
             f"last poll {stamp} ({poll_seconds * 1000:.0f} ms)"
         )
         self.err.write("\r\x1b[2K" + text[:200])
@@ -154,27 +163,48 @@ class WatchOutput:
         self._status_shown = True
 
 
-def summary_text(why: str, polls: int, logs: Sequence[LogView]) -> str:
-    """The summary at exit: each log's final findings (or why it has none)."""
-    lines = [f"trainspotter watch: {why} after {polls} poll(s); {len(logs)} log(s)"]
+def _where(finding: Finding) -> str:
+    """`grad_norm, steps 301-381`, or `spikes on eval/loss, step 325` when the detector and
+    the metric differ and the title does not name the metric."""
+    metric = terminal_text(finding.metric)
+    named = metric == finding.detector or metric in terminal_text(finding.title)
+    what = finding.detector if named else f"{finding.detector} on {metric}"
+    return f"{what}, {step_range(finding)}"
+
+
+def summary_text(
+    why: str,
+    polls: int,
+    logs: Sequence[LogView],
+    fail_on: Severity = Severity.ERROR,
+    width: int = wording.PIPED_WIDTH,
+) -> str:
+    """The summary at exit: a verdict line per log (as `analyze` prints it), then its
+    final findings one line each (or why it has none)."""
+    lines = [
+        f"trainspotter watch: {why} after {wording.count(polls, 'poll')}; "
+        f"{wording.count(len(logs), 'log')}"
+    ]
     if not logs:
         lines.append("  no log appeared")
+    options = RenderOptions(fail_on=fail_on, width=width - 2)
     for log in logs:
         name = terminal_text(log.display)
-        step = f", last step {log.last_step:,}" if log.last_step is not None else ""
+        step = f", last {wording.step(log.last_step)}" if log.last_step is not None else ""
         if log.analysis is None:
             lines.append(f"  {name}: {terminal_text(log.problem or 'nothing read')}")
             continue
-        counts = ", ".join(f"{n} {label}" for label, n in log.analysis.counts().items())
-        lines.append(f"  {name}: {log.points:,} points{step}; {counts}")
+        lines.extend("  " + line for line in verdict_lines(log.analysis, options, Style(False)))
+        lines.append(f"    {wording.count(log.points, 'point')} read{step}")
         if log.problem:
             lines.append(f"    {terminal_text(log.problem)}")
         for finding in log.analysis.findings:
             if finding.suppressed is None:
-                lines.append(
-                    f"    {finding.severity.label:7s} {terminal_text(finding.title)} "
-                    f"({finding.detector}, {step_range(finding)})"
+                text = (
+                    f"{finding.id} {finding.severity.label:7s} {terminal_text(finding.title)} "
+                    f"({_where(finding)})"
                 )
+                lines.extend(wording.wrap(text, width, " " * 6, first_indent="    "))
     return "\n".join(lines) + "\n"
 
 

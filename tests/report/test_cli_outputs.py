@@ -27,7 +27,7 @@ def test_every_output_in_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 1, err  # the divergent run fails the default gate
-    assert "ERROR" in out and "\x1b[" not in out  # the terminal report, still on stdout
+    assert out.startswith("FAILED") and "\x1b[" not in out  # the terminal report, on stdout
     findings = json.loads(files["json"].read_text())["findings"]
     assert findings
     html = files["html"].read_text()

@@ -12,7 +12,6 @@ its position tracking (every error names file:line) and its guards against hosti
 
 from __future__ import annotations
 
-import difflib
 import math
 import types
 import typing
@@ -43,6 +42,7 @@ from trainspotter.config.settings import (
     glob_problem,
 )
 from trainspotter.detectors import DETECTORS
+from trainspotter.errors import did_you_mean
 from trainspotter.model import Severity
 from trainspotter.paths import shown_path
 from trainspotter.readers import READERS
@@ -72,8 +72,7 @@ def _kind(node: yaml.Node) -> str:
 
 
 def _suggest(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(word, tuple(choices))
 
 
 class _Parser:

@@ -18,14 +18,20 @@ from trainspotter.model import Severity
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """How to render: colour, the gate's level, verbosity."""
+    """How to render: colour, width, the gate's level, how much detail."""
 
     color: bool = False
     """ANSI colours (terminal only); off when piped or NO_COLOR is set."""
     fail_on: Severity = Severity.ERROR
     """The gate's level: formats that mark failures (JUnit, headlines) use it."""
     verbose: bool = False
-    """Terminal: also list every metric."""
+    """Terminal: every finding in full (evidence, every fix), the checks and metrics."""
+    quiet: bool = False
+    """Terminal: only the verdict line of each log."""
+    finding: str | None = None
+    """Terminal: show only this finding id, in full (`--finding F2`)."""
+    width: int = 80
+    """Terminal: the column to wrap at (`wording.terminal_width`)."""
 
 
 class ReportFormat(Protocol):

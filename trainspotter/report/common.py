@@ -21,6 +21,7 @@ from trainspotter.detectors import DETECTORS
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.names import is_loss_like
 from trainspotter.paths import shown_path
+from trainspotter.report import wording
 
 SEVERITIES_WORST_FIRST: tuple[Severity, ...] = tuple(sorted(Severity, reverse=True))
 """error, warning, info: the order every report lists severities in."""
@@ -41,28 +42,24 @@ def total_counts(analyses: Iterable[Analysis]) -> dict[Severity, int]:
 
 
 def plural(count: int, noun: str) -> str:
-    """`1 error`, `2 errors`, `0 info` (info is a mass noun)."""
-    if count == 1 or noun == "info":
-        return f"{count} {noun}"
-    return f"{count} {noun}s"
+    """`1 error`, `2 errors`, `0 info` (info is a mass noun): `wording.count`."""
+    return wording.count(count, noun)
 
 
 def counts_phrase(counts: dict[Severity, int]) -> str:
     """`2 errors, 1 warning, 0 info`."""
-    return ", ".join(plural(n, s.label) for s, n in counts.items())
+    return wording.counts_phrase({s.label: n for s, n in counts.items()}, keep_zeros=True)
 
 
 def step_range(finding: Finding) -> str:
-    """`step 1,200` or `steps 1,200-1,450`."""
-    if finding.step_start == finding.step_end:
-        return f"step {finding.step_start:,}"
-    return f"steps {finding.step_start:,}\u2013{finding.step_end:,}"
+    """`step 1200` or `steps 1200-1450` (`wording.step_span`)."""
+    return wording.step_span(finding.step_start, finding.step_end)
 
 
 def steps_logged(run: Run) -> str:
-    """The run's length for a report header: "1,000 steps" (its last logged step)."""
+    """The run's length for a report header: "1000 steps" (its last logged step)."""
     span = run.step_span()
-    return f"{span[1]:,} steps" if span else "no steps"
+    return f"{span[1]} steps" if span else "no steps"
 
 
 def chain_findings(analysis: Analysis) -> list[list[Finding]]:

@@ -20,9 +20,10 @@ numbers (`format_number`) but does not decide layout.
 from __future__ import annotations
 
 import html
-import math
 import re
 import secrets
+
+from trainspotter.report import wording
 
 # Bidirectional formatting characters (embeddings, overrides, isolates, marks): they make
 # a name display in a different order than it is (`run\u202etxt.exe`), so no sink keeps
@@ -52,21 +53,8 @@ def message_text(text: str) -> str:
 
 
 def format_number(value: float | int | str) -> str:
-    """A number for humans: integers as-is, floats to 4 significant digits, non-finite
-    as NaN / Inf / -Inf. Strings pass through (callers escape them for their sink)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Inf" if value > 0 else "-Inf"
-    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
-        return f"{value:.3e}"
-    return f"{value:.4g}"
+    """A number for humans, as every report writes it (`wording.value`)."""
+    return wording.value(value)
 
 
 _ZERO_WIDTH_SPACE = "\u200b"
