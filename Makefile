@@ -15,7 +15,7 @@ RUN_STAMP := $(RUN_VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json
 
 .PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container \
-	test-action test-integrations lock
+	test-action test-integrations lock snapshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +113,11 @@ lock: $(STAMP)
 # screenshots with TRAINSPOTTER_SCREENSHOT_DIR=DIR. `make screenshot` refreshes the README's.
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q tests/report/test_browser.py
+
+# After a deliberate change to the terminal layout: rewrite tests/snapshots/terminal/, then
+# review `git diff tests/snapshots/`.
+snapshots: $(STAMP)
+	TRAINSPOTTER_UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/report/test_terminal_snapshots.py
 
 screenshot: $(STAMP)
 	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report.png

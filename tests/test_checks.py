@@ -114,8 +114,9 @@ def test_junit_marks_an_abstaining_detector_skipped_with_its_reason() -> None:
 def test_a_healthy_run_reads_healthy_and_lists_its_checks() -> None:
     analysis = analyze(read_log(ROOT / "examples" / "healthy"))
     terminal = render("terminal", analysis)
-    assert "healthy: no warnings or errors" in terminal
-    assert "Checked: " in terminal and "spikes (" in terminal
+    assert terminal.startswith("PASSED") and ": healthy, 1000 steps" in terminal
+    verbose = REPORTS["terminal"].render([analysis], RenderOptions(verbose=True))
+    assert "Checked: " in verbose and "spikes (" in verbose
     markdown = render("markdown", analysis)
     assert "healthy, no warnings or errors" in markdown and "Checked: " in markdown
 

@@ -247,7 +247,7 @@ def test_ctrl_c_finishes_with_a_summary_and_130(tmp_path: Path) -> None:
     assert watcher.run(sleep=interrupt) == 130
     text = out.getvalue()
     assert "interrupted (Ctrl-C)" in text
-    assert "m.csv: 3 points, last step 3" in text  # the final poll read the last line
+    assert "3 points read, last step 3" in text  # the final poll read the last line
 
 
 def test_idle_exit(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from trainspotter.config import (
     CONFIG_NAMES,
     GATE_OUTPUTS,
     ConfigError,
+    ConfigErrors,
     default_config_yaml,
     load_config,
 )
@@ -47,8 +48,9 @@ from trainspotter.errors import (
 from trainspotter.gate import GateOptions, run_gate
 from trainspotter.model import Severity
 from trainspotter.readers import READERS
-from trainspotter.report import REPORTS, RenderOptions
+from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.escape import fence_workflow_commands, message_text
+from trainspotter.report.terminal_doc import inline_text, render_doc
 from trainspotter.report.wording import COLOR_MODES, PIPED_WIDTH, color_wanted, terminal_width
 from trainspotter.verdict import exit_code
 
@@ -137,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("detectors", help="list the detectors and their defaults")
     explain_cmd = sub.add_parser("explain", help="print a detector's documentation")
     explain_cmd.add_argument("detector", metavar="ID", help="a detector id")
+    _add_color_flag(explain_cmd)
     _add_gate_commands(sub)
     for command in sub.choices.values():
         # `trainspotter analyze x --debug` works too (SUPPRESS: no default to override the
@@ -401,15 +404,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """The detector's docstring, which is its documentation."""
     detector = DETECTORS.get(args.detector)
     if detector is None:
+        hint = did_you_mean(args.detector, list(DETECTORS))
         raise UsageError(
-            f"unknown detector {args.detector!r} (one of: {', '.join(DETECTORS) or 'none'})"
+            f"unknown detector {args.detector!r}{hint} (one of: {', '.join(DETECTORS) or 'none'})"
         )
     module = sys.modules[type(detector).__module__]
     doc = inspect.getdoc(type(detector)) or inspect.getdoc(module) or "(undocumented)"
-    print(f"{args.detector}: {detector.summary}\n\n{doc}")
+    width = terminal_width(sys.stdout)
+    color = color_wanted(args.color, sys.stdout)
+    head = f"{args.detector}: {inline_text(detector.summary)}"
+    sys.stdout.write("\n".join(wording.wrap(head, width, "    ", first_indent="")) + "\n\n")
+    sys.stdout.write(render_doc(doc, width, color))
     defaults = _defaults(detector.Params)
     if defaults:
-        print(f"\nDefaults: {defaults}")
+        lines = wording.wrap(f"Defaults: {defaults}", width, "    ", first_indent="")
+        sys.stdout.write("\n" + "\n".join(lines) + "\n")
     return EXIT_OK
 
 
@@ -463,10 +472,18 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Validate a config file: one line, exit 0 or the first error, exit 2."""
+    """Validate a config file: one line and exit 0, or every mistake (one line each,
+    `FILE:LINE: KEY: PROBLEM`, sorted by line) and exit 2."""
     if args.file is None and not any(Path(n).is_file() for n in CONFIG_NAMES):
         raise ConfigError(CONFIG_NAMES[0], None, "", "no config file in the working folder")
-    config = load_config(args.file)
+    try:
+        config = load_config(args.file)
+    except ConfigErrors as exc:
+        for error in exc.errors:
+            print(f"{PROG}: error: {message_text(str(error))}", file=sys.stderr)
+        if len(exc.errors) > 1:
+            print(f"{PROG}: {wording.count(len(exc.errors), 'mistake')} found", file=sys.stderr)
+        return EXIT_BAD_INPUT
     disabled = sum(1 for s in config.detectors.values() if not s.enabled)
     print(
         f"{config.source}: OK ({len(config.paths)} path patterns, fail_on={config.fail_on.label}, "

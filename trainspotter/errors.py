@@ -37,5 +37,6 @@ def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
     message about a mistyped id, key or value."""
     import difflib  # only on the error path
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    by_lower = {c.lower(): c for c in reversed(choices)}  # case never hides the match
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""

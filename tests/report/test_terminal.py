@@ -16,5 +16,5 @@ def test_hostile_log_text_is_inert(hostile: Analysis) -> None:
 
 def test_counts_line_for_several_logs(divergent: Analysis, healthy: Analysis) -> None:
     text = REPORTS["terminal"].render([divergent, healthy], RenderOptions())
-    assert text.rstrip().endswith("2 logs: 1 error, 1 warning, 1 info")
-    assert "steps 1,810\u20132,100" in text
+    assert "\n2 logs: 1 failed, 1 passed; 1 error, 1 warning, 1 info\n" in text
+    assert "steps 1810-2100" in text

@@ -12,10 +12,11 @@ its position tracking (every error names file:line) and its guards against hosti
 
 from __future__ import annotations
 
+import contextlib
 import math
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from trainspotter.config.settings import (
     SEVERITY_LABELS,
     Config,
     ConfigError,
+    ConfigErrors,
     DetectorSettings,
     IgnoreRule,
     ReportSettings,
@@ -44,6 +46,7 @@ from trainspotter.config.settings import (
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import did_you_mean
 from trainspotter.model import Severity
+from trainspotter.names import CANONICAL
 from trainspotter.paths import shown_path
 from trainspotter.readers import READERS
 
@@ -81,9 +84,30 @@ class _Parser:
     def __init__(self, source: str) -> None:
         self.source = source
         self.constructor = yaml.constructor.SafeConstructor()
+        self.errors: list[ConfigError] = []
+        """Every mistake found so far: check-config lists them all in one run."""
 
     def fail(self, node: yaml.Node | None, key: str, problem: str) -> typing.NoReturn:
         raise ConfigError(self.source, _line(node) if node is not None else None, key, problem)
+
+    def note(self, node: yaml.Node | None, key: str, problem: str) -> None:
+        """Record a mistake and go on (the caller skips the bad entry)."""
+        with self.collecting():
+            self.fail(node, key, problem)
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[None]:
+        """Record a mistake raised inside and go on with the next entry: one bad value
+        costs its own entry, not the rest of the file."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.errors.append(exc)
+
+    def raise_errors(self) -> None:
+        """Raise every recorded mistake at once, sorted by line."""
+        if self.errors:
+            raise ConfigErrors(sorted(self.errors, key=lambda e: e.line or 0))
 
     def scalar(self, node: yaml.Node) -> Any:
         if not isinstance(node, yaml.ScalarNode):
@@ -114,17 +138,18 @@ class _Parser:
             name = self.scalar(key_node)
             full = f"{key}.{name}" if key else str(name)
             if not isinstance(name, str):
-                self.fail(key_node, full, f"keys must be strings, got {_kind(key_node)}")
-            if name in entries:
-                self.fail(
+                self.note(key_node, full, f"keys must be strings, got {_kind(key_node)}")
+            elif name in entries:
+                self.note(
                     key_node, full, f"duplicate key (first at line {_line(entries[name][0])})"
                 )
-            if allowed is not None and name not in allowed:
+            elif allowed is not None and name not in allowed:
                 hint = _suggest(name, allowed)
-                self.fail(
+                self.note(
                     key_node, full, f"unknown key{hint or ' (one of: ' + ', '.join(allowed) + ')'}"
                 )
-            entries[name] = (key_node, value_node)
+            else:
+                entries[name] = (key_node, value_node)
         return entries
 
     def string(self, node: yaml.Node, key: str, *, nonempty: bool = True) -> str:
@@ -332,24 +357,23 @@ def parse_config(text: str, source: str = CONFIG_NAMES[0]) -> Config:
     _check_merge_keys(root, source)
     top = parser.mapping(root, "", TOP_LEVEL_KEYS)
     settings: dict[str, Any] = {"source": source}
-    if "paths" in top:
-        settings["paths"] = parser.string_list(top["paths"][1], "paths", parser.glob)
-    if "format" in top:
-        settings.update(_parse_format(parser, top["format"][1]))
-    if "fail_on" in top:
-        settings["fail_on"] = Severity.parse(
-            parser.choice(top["fail_on"][1], "fail_on", SEVERITY_LABELS)
-        )
-    if "allow_empty" in top:
-        settings["allow_empty"] = parser.boolean(top["allow_empty"][1], "allow_empty")
-    if "detectors" in top:
-        settings["detectors"] = _parse_detectors(parser, top["detectors"][1])
-    if "metrics" in top:
-        settings["aliases"] = _parse_metrics(parser, top["metrics"][1])
-    if "ignore" in top:
-        settings["ignore"] = _parse_ignore(parser, top["ignore"][1])
-    if "report" in top:
-        settings["report"] = _parse_report(parser, top["report"][1])
+    sections: dict[str, Callable[[yaml.Node], dict[str, Any]]] = {
+        "paths": lambda n: {"paths": parser.string_list(n, "paths", parser.glob)},
+        "format": lambda n: _parse_format(parser, n),
+        "fail_on": lambda n: {
+            "fail_on": Severity.parse(parser.choice(n, "fail_on", SEVERITY_LABELS))
+        },
+        "allow_empty": lambda n: {"allow_empty": parser.boolean(n, "allow_empty")},
+        "detectors": lambda n: {"detectors": _parse_detectors(parser, n)},
+        "metrics": lambda n: {"aliases": _parse_metrics(parser, n)},
+        "ignore": lambda n: {"ignore": _parse_ignore(parser, n)},
+        "report": lambda n: {"report": _parse_report(parser, n)},
+    }
+    for key, parse_section in sections.items():
+        if key in top:
+            with parser.collecting():
+                settings.update(parse_section(top[key][1]))
+    parser.raise_errors()
     return Config(**settings)
 
 
@@ -369,26 +393,34 @@ def _parse_format(parser: _Parser, node: yaml.Node) -> dict[str, Any]:
 
 
 def _parse_detectors(parser: _Parser, node: yaml.Node) -> dict[str, DetectorSettings]:
-    known = list(DETECTORS)
     out: dict[str, DetectorSettings] = {}
     for name, (key_node, value_node) in parser.mapping(node, "detectors").items():
-        key = f"detectors.{name}"
-        if name not in DETECTORS:
-            hint = _suggest(name, known) or f" (one of: {', '.join(known) or 'none registered'})"
-            parser.fail(key_node, key, f"unknown detector{hint}")
-        if isinstance(value_node, yaml.ScalarNode) and isinstance(parser.scalar(value_node), bool):
-            # `<id>: false` is shorthand for `<id>: {enabled: false}`.
-            out[name] = DetectorSettings(enabled=parser.scalar(value_node))
-            continue
-        specs = {s.name: s for s in detector_params(name)}
-        ranges = param_ranges(name)
-        allowed = [*RESERVED_DETECTOR_KEYS, *specs]
-        entries = parser.mapping(value_node, key)
-        enabled, severity = True, None
-        values: dict[str, Any] = {}
-        nodes: dict[str, yaml.Node] = {}
-        for param, (param_key, param_value) in entries.items():
-            full = f"{key}.{param}"
+        with parser.collecting():
+            out[name] = _parse_detector(parser, name, key_node, value_node)
+    return out
+
+
+def _parse_detector(
+    parser: _Parser, name: str, key_node: yaml.Node, value_node: yaml.Node
+) -> DetectorSettings:
+    """One `detectors.<id>` entry; a bad parameter is recorded and the others still read."""
+    key = f"detectors.{name}"
+    if name not in DETECTORS:
+        known = list(DETECTORS)
+        hint = _suggest(name, known) or f" (one of: {', '.join(known) or 'none registered'})"
+        parser.fail(key_node, key, f"unknown detector{hint}")
+    if isinstance(value_node, yaml.ScalarNode) and isinstance(parser.scalar(value_node), bool):
+        # `<id>: false` is shorthand for `<id>: {enabled: false}`.
+        return DetectorSettings(enabled=parser.scalar(value_node))
+    specs = {s.name: s for s in detector_params(name)}
+    ranges = param_ranges(name)
+    allowed = [*RESERVED_DETECTOR_KEYS, *specs]
+    enabled, severity = True, None
+    values: dict[str, Any] = {}
+    nodes: dict[str, yaml.Node] = {}
+    for param, (param_key, param_value) in parser.mapping(value_node, key).items():
+        full = f"{key}.{param}"
+        with parser.collecting():
             if param == "enabled":
                 enabled = parser.boolean(param_value, full)
             elif param == "severity":
@@ -406,18 +438,17 @@ def _parse_detectors(parser: _Parser, node: yaml.Node) -> dict[str, DetectorSett
             else:
                 hint = _suggest(param, allowed) or f" (one of: {', '.join(allowed)})"
                 parser.fail(param_key, full, f"unknown parameter{hint}")
-        pair = pair_problem(name, values)
-        if pair is not None:
-            param, problem = pair
-            parser.fail(nodes[param], f"{key}.{param}", problem)
-        params = None
-        if values:
-            try:
-                params = DETECTORS[name].Params(**values)
-            except (TypeError, ValueError) as exc:
-                parser.fail(value_node, key, f"invalid parameters: {exc}")
-        out[name] = DetectorSettings(enabled=enabled, severity=severity, params=params)
-    return out
+    pair = pair_problem(name, values)
+    if pair is not None:
+        param, problem = pair
+        parser.fail(nodes[param], f"{key}.{param}", problem)
+    params = None
+    if values:
+        try:
+            params = DETECTORS[name].Params(**values)
+        except (TypeError, ValueError) as exc:
+            parser.fail(value_node, key, f"invalid parameters: {exc}")
+    return DetectorSettings(enabled=enabled, severity=severity, params=params)
 
 
 def _parse_metrics(parser: _Parser, node: yaml.Node) -> dict[str, str]:
@@ -426,7 +457,13 @@ def _parse_metrics(parser: _Parser, node: yaml.Node) -> dict[str, str]:
         return {}
     aliases: dict[str, str] = {}
     for raw, (_, value_node) in parser.mapping(entries["aliases"][1], "metrics.aliases").items():
-        aliases[raw] = parser.string(value_node, f"metrics.aliases.{raw}")
+        key = f"metrics.aliases.{raw}"
+        with parser.collecting():
+            target = parser.string(value_node, key)
+            if target not in CANONICAL:
+                hint = _suggest(target, CANONICAL) or f" (one of: {', '.join(CANONICAL)})"
+                parser.fail(value_node, key, f"{_quoted(target)} is not a metric name{hint}")
+            aliases[raw] = target
     return aliases
 
 
@@ -459,36 +496,40 @@ def _parse_ignore(parser: _Parser, node: yaml.Node) -> tuple[IgnoreRule, ...]:
     rules: list[IgnoreRule] = []
     detectors = ["*", *DETECTORS]
     for index, item in enumerate(node.value):
-        key = f"ignore[{index}]"
-        entries = parser.mapping(item, key, IGNORE_KEYS)
-        for required in ("detector", "reason"):
-            if required not in entries:
-                parser.fail(
-                    item, key, f"missing {required!r} (every rule names a detector and why)"
-                )
-        detector = parser.scalar(entries["detector"][1])
-        if not isinstance(detector, str) or detector not in detectors:
-            shown = repr(detector) if isinstance(detector, str) else _kind(entries["detector"][1])
-            hint = _suggest(detector, detectors) if isinstance(detector, str) else ""
-            parser.fail(
-                entries["detector"][1],
-                f"{key}.detector",
-                f"unknown detector {shown}{hint or ' (a detector id or *)'}",
-            )
-        rule = IgnoreRule(
-            detector=detector,
-            reason=parser.string(entries["reason"][1], f"{key}.reason"),
-            metric=parser.string(entries["metric"][1], f"{key}.metric")
-            if "metric" in entries
-            else None,
-            steps=_parse_steps(parser, entries["steps"][1], f"{key}.steps")
-            if "steps" in entries
-            else (None, None),
-            path=parser.glob(entries["path"][1], f"{key}.path") if "path" in entries else None,
-            line=_line(item),
-        )
-        rules.append(rule)
+        with parser.collecting():
+            rules.append(_parse_ignore_rule(parser, item, f"ignore[{index}]", detectors))
     return tuple(rules)
+
+
+def _parse_ignore_rule(
+    parser: _Parser, item: yaml.Node, key: str, detectors: Sequence[str]
+) -> IgnoreRule:
+    entries = parser.mapping(item, key, IGNORE_KEYS)
+    for required in ("detector", "reason"):
+        if required not in entries:
+            parser.fail(item, key, f"missing {required!r} (every rule names a detector and why)")
+    detector = parser.scalar(entries["detector"][1])
+    if not isinstance(detector, str) or detector not in detectors:
+        shown = repr(detector) if isinstance(detector, str) else _kind(entries["detector"][1])
+        hint = _suggest(detector, detectors) if isinstance(detector, str) else ""
+        parser.fail(
+            entries["detector"][1],
+            f"{key}.detector",
+            f"unknown detector {shown}{hint or ' (a detector id or *)'}",
+        )
+    rule = IgnoreRule(
+        detector=detector,
+        reason=parser.string(entries["reason"][1], f"{key}.reason"),
+        metric=parser.string(entries["metric"][1], f"{key}.metric")
+        if "metric" in entries
+        else None,
+        steps=_parse_steps(parser, entries["steps"][1], f"{key}.steps")
+        if "steps" in entries
+        else (None, None),
+        path=parser.glob(entries["path"][1], f"{key}.path") if "path" in entries else None,
+        line=_line(item),
+    )
+    return rule
 
 
 def _parse_report(parser: _Parser, node: yaml.Node) -> ReportSettings:

@@ -64,6 +64,23 @@ class ConfigError(TrainspotterError):
         self.problem = problem
 
 
+class ConfigErrors(ConfigError):
+    """Every mistake in one config file, sorted by line. It reads as the first one, plus
+    how many more (a one-line error); `errors` holds them all (`check-config` prints each
+    on its own line)."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.source, first.line, first.key, first.problem)
+        self.errors = errors
+        if len(errors) > 1:
+            more = len(errors) - 1
+            self.args = (
+                f"{self.args[0]} (and {more} more mistake{'s' if more > 1 else ''}: "
+                f"trainspotter check-config {first.source} lists all)",
+            )
+
+
 # --------------------------------------------------------------------------- settings
 
 
@@ -253,6 +270,7 @@ __all__ = [
     "SEVERITY_LABELS",
     "Config",
     "ConfigError",
+    "ConfigErrors",
     "DetectorSettings",
     "IgnoreRule",
     "ReportSettings",

@@ -38,6 +38,7 @@ from trainspotter.report.common import (
     steps_logged,
 )
 from trainspotter.report.escape import runner_inert_lines, terminal_text
+from trainspotter.report.terminal_doc import inline_text
 
 _COLOR = {
     Severity.ERROR: "\x1b[1;31m",
@@ -68,9 +69,13 @@ class Style:
         pad = " " * (7 - len(severity.label))
         return self.paint(severity.label, _COLOR[severity]) + pad
 
-    def verdict(self, word: str) -> str:
-        code = {PASSED: _GREEN, FAILED: _COLOR[Severity.ERROR]}.get(word, _COLOR[Severity.WARNING])
-        return self.paint(word, code)
+    def verdict(self, word: str, warned: bool = False) -> str:
+        """FAILED red; PASSED green, yellow when it passed with warnings; NOT CHECKED
+        yellow."""
+        if word == FAILED:
+            return self.paint(word, _COLOR[Severity.ERROR])
+        calm = word == PASSED and not warned
+        return self.paint(word, _GREEN if calm else _COLOR[Severity.WARNING])
 
 
 def verdict_word(analysis: Analysis, fail_on: Severity) -> str:
@@ -114,17 +119,19 @@ def verdict_lines(analysis: Analysis, options: RenderOptions, style: Style) -> l
     word = verdict_word(analysis, options.fail_on)
     worst = worst_finding(analysis)
     counts = _counts(analysis)
-    label = _label(analysis) + (f" ({counts})" if counts else "")
-    if worst is not None and worst.severity > Severity.INFO:
+    problem = worst is not None and worst.severity > Severity.INFO
+    # Info notes are not problems: a healthy log's verdict shows no counts (a note line does).
+    label = _label(analysis) + (f" ({counts})" if counts and problem else "")
+    if worst is not None and problem:
         what = terminal_text(worst.title)
     elif word == NOT_CHECKED:
         what = not_a_health_verdict(analysis) or "no detector ran"
     else:
-        what = f"no problems in {steps_logged(analysis.run)}"
+        what = f"healthy, {steps_logged(analysis.run)}"
     plain = f"{word}  {label}: {what}"
     lines = wording.wrap(plain, options.width, _INDENT, first_indent="")
     first = lines[0]
-    lines[0] = style.verdict(word) + first[len(word) :]
+    lines[0] = style.verdict(word, warned=problem) + first[len(word) :]
     return lines
 
 
@@ -155,7 +162,7 @@ def _root_cause_lines(analysis: Analysis, width: int, style: Style) -> list[str]
 
 
 def _title_lines(finding: Finding, width: int, style: Style) -> list[str]:
-    head = f"{finding.id} {finding.severity.label:<7} {step_range(finding)}  [{finding.detector}]"
+    head = f"{finding.id} {finding.severity.label:<7}  {step_range(finding)}  [{finding.detector}]"
     text = f"{head} {terminal_text(finding.title)}"
     if finding.suppressed is not None:
         text += f" (suppressed: {terminal_text(finding.suppressed)})"
@@ -198,7 +205,7 @@ def _detail_lines(analysis: Analysis, finding: Finding, width: int, style: Style
     if finding.related:
         lines.append(f"{_INDENT}same incident: {', '.join(finding.related)}")
     doc = detector_doc(finding.detector)
-    about = f"about {finding.detector}: {doc.description}"
+    about = f"about {finding.detector}: {inline_text(doc.description)}"
     lines.extend(wording.wrap(about, width, _INDENT))
     lines.append(f"{_INDENT}how it decides: trainspotter explain {finding.detector}")
     return lines
@@ -259,7 +266,8 @@ def render_one(analysis: Analysis, options: RenderOptions) -> str:
     findings = active_findings(analysis) if not options.verbose else analysis.findings
     problems = [f for f in findings if f.severity > Severity.INFO or f.suppressed is not None]
     if not options.verbose and not problems:
-        lines.extend(_notes_line(analysis, width))
+        if len(lines) == 1:  # a healthy log is two lines at most: notes only if room
+            lines.extend(_notes_line(analysis, width))
         not_run = checks_not_run(analysis)
         if verdict_word(analysis, options.fail_on) == NOT_CHECKED and not_run:
             text = "Not checked: " + terminal_text("; ".join(not_run))

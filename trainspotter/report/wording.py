@@ -3,9 +3,9 @@
 One formatter per kind of thing, so the terminal, `watch`, the gate's log, Markdown and
 HTML never disagree ("1,500" here and "1500" there, "1 error" but "2 warning"):
 
-- `step(n)` / `step_span(a, b)`: `step 1500`, `steps 1500-1800` (with an en dash). Steps
-  are written as the logs and the detectors' messages write them, without thousands
-  separators, so a step found in a report can be searched for in the log as is.
+- `step(n)` / `step_span(a, b)`: `step 1500`, `steps 1500-1800`. Steps are written as the
+  logs and the detectors' messages and titles write them (no thousands separator, a
+  hyphen), so a step found in a report can be searched for in the log as is.
 - `value(x)`: a metric value or evidence number: integers as is, floats to 4 significant
   digits (`0.01184`, `2.8e+36`), non-finite as `NaN` / `Inf` / `-Inf`.
 - `count(n, noun)`: `1 log`, `2 logs`, `12,040 points`, `0 info` (info is a mass noun):
@@ -44,10 +44,10 @@ def step(n: int) -> str:
 
 
 def step_span(start: int, end: int) -> str:
-    """`step 1500` for one step, else `steps 1500-1800` (an en dash)."""
+    """`step 1500` for one step, else `steps 1500-1800`."""
     if start == end:
         return step(start)
-    return f"steps {int(start)}\u2013{int(end)}"
+    return f"steps {int(start)}-{int(end)}"
 
 
 def value(x: float | int | str) -> str:
