@@ -3,6 +3,8 @@ check-config listing every mistake. Exit codes do not depend on how much is prin
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,24 @@ def test_alias_to_a_canonical_name_is_accepted(
     path.write_text("metrics:\n  aliases: {my_loss: train/loss, my_lr: lr}\n")
     assert main(["check-config", str(path)]) == 0
     assert ": OK" in capsys.readouterr().out
+
+
+def _console_examples() -> list[tuple[str, str]]:
+    """(command, output) for each `$ trainspotter ...` in the README's console blocks."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    examples: list[tuple[str, str]] = []
+    for block in re.findall(r"^```console\n(.*?)^```$", readme, re.MULTILINE | re.DOTALL):
+        for chunk in re.split(r"^\$ ", block, flags=re.MULTILINE)[1:]:
+            command, _, output = chunk.partition("\n")
+            examples.append((command, output))
+    return examples
+
+
+def test_readme_shows_the_real_terminal_output(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = _console_examples()
+    assert examples, "the README shows no terminal output"
+    for command, shown in examples:
+        words = shlex.split(command)
+        assert words[0] == "trainspotter"
+        main(words[1:])
+        assert capsys.readouterr().out == shown, command

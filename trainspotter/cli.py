@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import os
 import sys
 import traceback
@@ -43,33 +42,27 @@ from trainspotter.errors import (
     EXIT_OK,
     TrainspotterError,
     UsageError,
-    did_you_mean,
 )
 from trainspotter.gate import GateOptions, run_gate
 from trainspotter.model import Severity
 from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.escape import fence_workflow_commands, message_text
-from trainspotter.report.terminal_doc import inline_text, render_doc
-from trainspotter.report.wording import COLOR_MODES, PIPED_WIDTH, color_wanted, terminal_width
+from trainspotter.report.wording import PIPED_WIDTH, color_wanted, terminal_width
+from trainspotter.terminal_options import (
+    FAIL_ON_HELP,
+    add_color_flag,
+    add_detail_flags,
+    check_finding_id,
+    explain_text,
+    param_defaults,
+    severity_choice,
+)
 from trainspotter.verdict import exit_code
 
 PROG = "trainspotter"
 # `--html FILE`, `--json FILE`, ...: extra reports written in the same run, beside --output.
 EXTRA_OUTPUTS = ("html", "json", "markdown", "github", "sarif", "codequality", "junit")
-SEVERITY_CHOICES = [s.label for s in Severity]
-"""`--fail-on` values (analyze, watch, gate)."""
-FAIL_ON_HELP = "{" + ",".join(SEVERITY_CHOICES) + "}"
-
-
-def _severity(text: str) -> str:
-    """A `--fail-on` value; a typo gets a did-you-mean (argparse's `choices` has none)."""
-    if text not in SEVERITY_CHOICES:
-        raise argparse.ArgumentTypeError(
-            f"invalid choice: {text!r}{did_you_mean(text, SEVERITY_CHOICES)} "
-            f"(choose from {', '.join(SEVERITY_CHOICES)})"
-        )
-    return text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,14 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
     analyze_cmd.add_argument(
         "--fail-on",
-        type=_severity,
+        type=severity_choice,
         metavar=FAIL_ON_HELP,
         default=None,
         help="exit 1 when a finding is at or above this severity (default: the config's "
         "fail_on, else error)",
     )
     analyze_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
-    _add_detail_flags(analyze_cmd, finding=True)
+    add_detail_flags(analyze_cmd, finding=True)
     analyze_cmd.add_argument(
         "--jobs",
         type=_positive_int,
@@ -139,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("detectors", help="list the detectors and their defaults")
     explain_cmd = sub.add_parser("explain", help="print a detector's documentation")
     explain_cmd.add_argument("detector", metavar="ID", help="a detector id")
-    _add_color_flag(explain_cmd)
+    add_color_flag(explain_cmd)
     _add_gate_commands(sub)
     for command in sub.choices.values():
         # `trainspotter analyze x --debug` works too (SUPPRESS: no default to override the
@@ -151,32 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
             help=("show tracebacks instead of one-line errors"),
         )
     return parser
-
-
-def _add_detail_flags(command: argparse.ArgumentParser, *, finding: bool) -> None:
-    """How much the terminal report says, and in colour or not (analyze, gate)."""
-    amount = command.add_mutually_exclusive_group()
-    amount.add_argument(
-        "--verbose",
-        action="store_true",
-        help="every finding in full: evidence, every fix, what was checked, every metric",
-    )
-    amount.add_argument("--quiet", action="store_true", help="only one verdict line per log")
-    if finding:
-        amount.add_argument(
-            "--finding", metavar="ID", help="show one finding (e.g. F2) in full, with its detector"
-        )
-    _add_color_flag(command)
-
-
-def _add_color_flag(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--color",
-        choices=COLOR_MODES,
-        default="auto",
-        help="colour the terminal output (auto: on a terminal, unless NO_COLOR is set; "
-        "FORCE_COLOR forces it)",
-    )
 
 
 def _positive_int(text: str) -> int:
@@ -216,7 +183,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     watch_cmd.add_argument(
         "--fail-on",
-        type=_severity,
+        type=severity_choice,
         metavar=FAIL_ON_HELP,
         default=None,
         help="exit 1 when a final finding is at or above this severity, and stop watching at "
@@ -243,7 +210,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="last option: run CMD ARGS... (no shell) for each new finding, with the "
         "finding's JSON on stdin",
     )
-    _add_color_flag(watch_cmd)
+    add_color_flag(watch_cmd)
 
 
 def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -261,7 +228,10 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
     )
     gate_cmd.add_argument(
-        "--fail-on", type=_severity, metavar=FAIL_ON_HELP, help="override the config's fail_on"
+        "--fail-on",
+        type=severity_choice,
+        metavar=FAIL_ON_HELP,
+        help="override the config's fail_on",
     )
     gate_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
     gate_cmd.add_argument(
@@ -282,7 +252,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         metavar="N",
         help="analyse up to N logs at once, one process each (default: the number of cores)",
     )
-    _add_detail_flags(gate_cmd, finding=False)
+    add_detail_flags(gate_cmd, finding=False)
     gate_cmd.add_argument(
         "--github",
         action=argparse.BooleanOptionalAction,
@@ -296,17 +266,6 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     check_cmd = sub.add_parser("check-config", help="validate a config file")
     check_cmd.add_argument("file", nargs="?", metavar="FILE", help="default: ./.trainspotter.yml")
-
-
-def _check_finding_id(finding_id: str, analyses: Sequence[Analysis]) -> None:
-    """`--finding ID` must name a finding of some log: else a one-line error that lists
-    the ids there are (and the closest one)."""
-    ids = list(dict.fromkeys(f.id for a in analyses for f in a.findings))
-    if finding_id not in ids:
-        known = f"findings: {', '.join(ids)}" if ids else "no findings"
-        raise UsageError(
-            f"--finding: no finding {finding_id!r}{did_you_mean(finding_id, ids)} ({known})"
-        )
 
 
 def _write_output(text: str, out: str | None, inputs: Sequence[Path]) -> None:
@@ -340,7 +299,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.finding is not None:
         if args.output != "terminal":
             raise UsageError("--finding works with the terminal report (--output terminal)")
-        _check_finding_id(args.finding, analyses)
+        check_finding_id(args.finding, analyses)
     render = RenderOptions(
         color=to_terminal and color_wanted(args.color, sys.stdout),
         fail_on=fail_on,
@@ -360,11 +319,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         if extra_path is not None:
             _write_output(REPORTS[fmt].render(analyses, plain), extra_path, inputs)
     return exit_code(analyses, fail_on)
-
-
-def _defaults(params_type: type) -> str:
-    fields = dataclasses.fields(params_type) if dataclasses.is_dataclass(params_type) else ()
-    return ", ".join(f"{f.name}={f.default!r}" for f in fields)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -390,35 +344,19 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return watch(options)
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """The detector's docstring, which is its documentation, for the terminal."""
+    sys.stdout.write(explain_text(args.detector, args.color, sys.stdout))
+    return EXIT_OK
+
+
 def cmd_detectors(args: argparse.Namespace) -> int:
     """One block per detector: id, summary, defaults."""
     for name, detector in DETECTORS.items():
         print(f"{name}: {detector.summary}")
-        defaults = _defaults(detector.Params)
+        defaults = param_defaults(detector.Params)
         if defaults:
             print(f"    defaults: {defaults}")
-    return EXIT_OK
-
-
-def cmd_explain(args: argparse.Namespace) -> int:
-    """The detector's docstring, which is its documentation."""
-    detector = DETECTORS.get(args.detector)
-    if detector is None:
-        hint = did_you_mean(args.detector, list(DETECTORS))
-        raise UsageError(
-            f"unknown detector {args.detector!r}{hint} (one of: {', '.join(DETECTORS) or 'none'})"
-        )
-    module = sys.modules[type(detector).__module__]
-    doc = inspect.getdoc(type(detector)) or inspect.getdoc(module) or "(undocumented)"
-    width = terminal_width(sys.stdout)
-    color = color_wanted(args.color, sys.stdout)
-    head = f"{args.detector}: {inline_text(detector.summary)}"
-    sys.stdout.write("\n".join(wording.wrap(head, width, "    ", first_indent="")) + "\n\n")
-    sys.stdout.write(render_doc(doc, width, color))
-    defaults = _defaults(detector.Params)
-    if defaults:
-        lines = wording.wrap(f"Defaults: {defaults}", width, "    ", first_indent="")
-        sys.stdout.write("\n" + "\n".join(lines) + "\n")
     return EXIT_OK
 
 

@@ -23,7 +23,7 @@ def test_headline_table_and_details(divergent: Analysis) -> None:
     assert "1 error, 1 warning, 1 info" in first
     assert "| id | severity | steps | detector | title |" in text
     # The incident reads in chain order: the LR jump (its root cause) is F1, the NaN F2.
-    assert "| F1 | \U0001f7e1 warning | step 1,800 | lr\\_schedule |" in text
+    assert "| F1 | \U0001f7e1 warning | step 1800 | lr\\_schedule |" in text
     assert "| F2 | \U0001f534 error | steps 1810-2100 | divergence |" in text
     assert text.count("<details>") == 3 and text.count("</details>") == 3
     assert "1. Lower the learning rate." in text

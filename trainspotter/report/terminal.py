@@ -5,7 +5,8 @@ CHECKED (nothing failed, but no detector examined a loss), with the counts and t
 finding's title. A healthy log stops there (plus one line naming its info notes, if any).
 Otherwise the root cause of each linked incident follows, then every finding in chain
 order (ids ascending: `analysis.link_findings` numbers them so), each in a few lines: the
-title, the first sentence of its message, its first fix. Detail is on demand:
+title, the first sentence of its message, its first fix (an info note: its title only).
+Detail is on demand:
 
 - `verbose`: each finding in full (message, metric, evidence, cause, every fix), what was
   checked and what was not, every metric, the reader's notes;
@@ -173,8 +174,10 @@ def _title_lines(finding: Finding, width: int, style: Style) -> list[str]:
 
 
 def _brief_finding(finding: Finding, width: int, style: Style) -> list[str]:
-    """Title, the message's first sentence, the first fix."""
+    """Title, the message's first sentence, the first fix (an info note: its title)."""
     lines = _title_lines(finding, width, style)
+    if finding.severity is Severity.INFO and finding.suppressed is None:
+        return lines
     lines.extend(wording.wrap(terminal_text(_first_sentence(finding.message)), width, _INDENT))
     if finding.fixes:
         lines.extend(wording.wrap("fix: " + terminal_text(finding.fixes[0]), width, _INDENT))
