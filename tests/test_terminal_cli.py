@@ -209,3 +209,19 @@ def test_readme_shows_the_real_terminal_output(capsys: pytest.CaptureFixture[str
         assert words[0] == "trainspotter"
         main(words[1:])
         assert capsys.readouterr().out == shown, command
+
+
+def test_watch_lines_are_terse_wrapped_and_plural_right(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "trainer_state.json"
+    log.write_bytes((REPO / "examples" / "grad_explosion" / "trainer_state.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    code = main(["watch", log.name, "--interval", "0.05", "--idle-exit", "0.1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "(s)" not in out and "grad_norm, grad_norm" not in out, out
+    assert "(grad_norm, steps 304-600)" in out  # detector named once when it is the metric
+    assert re.search(r"after \d+ polls; 1 log\n  FAILED  ", out), out
+    assert "2 errors, 1 info" in out and "1 error, 2 warning" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80

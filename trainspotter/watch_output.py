@@ -7,7 +7,9 @@ never a shell command: it gets the finding's JSON (`report/json_report.finding_d
 stdin and `TRAINSPOTTER_EVENT`, `TRAINSPOTTER_LOG`, `TRAINSPOTTER_SEVERITY`,
 `TRAINSPOTTER_DETECTOR` and `TRAINSPOTTER_METRIC` in its environment. On a TTY (stderr) a
 status line shows the logs followed, the points and last step read and the time of the
-last poll; when stderr is piped nothing but plain lines is written.
+last poll; when stderr is piped nothing but plain lines is written. A finding is printed
+as `analyze` prints it tersely (title, where, its message's first sentence), wrapped to
+the terminal's width; the summary at exit leads with `analyze`'s verdict line per log.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import step_range
 from trainspotter.report.escape import terminal_text
 from trainspotter.report.json_report import finding_dict
-from trainspotter.report.terminal import Style, verdict_lines
+from trainspotter.report.terminal import Style, first_sentence, verdict_lines
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class WatchOutput:
             first_indent="",
         )
         head[0] = f"{what:7s} {label}" + head[0][15:]
-        body = wording.wrap(terminal_text(finding.message), self.width, " " * 8)
+        body = wording.wrap(terminal_text(first_sentence(finding.message)), self.width, " " * 8)
         self.out.write("\n".join([*head, *body]) + "\n")
         self.out.flush()
         if self.exec_command and (event.kind == "new" or event.severity_rose):

@@ -146,7 +146,8 @@ def _notes_line(analysis: Analysis, width: int) -> list[str]:
     return [head + wording.one_line(titles, width - len(head))]
 
 
-def _first_sentence(text: str) -> str:
+def first_sentence(text: str) -> str:
+    """A message's first sentence (what a terse line shows of it)."""
     return _SENTENCE_END.split(text, maxsplit=1)[0]
 
 
@@ -178,7 +179,7 @@ def _brief_finding(finding: Finding, width: int, style: Style) -> list[str]:
     lines = _title_lines(finding, width, style)
     if finding.severity is Severity.INFO and finding.suppressed is None:
         return lines
-    lines.extend(wording.wrap(terminal_text(_first_sentence(finding.message)), width, _INDENT))
+    lines.extend(wording.wrap(terminal_text(first_sentence(finding.message)), width, _INDENT))
     if finding.fixes:
         lines.extend(wording.wrap("fix: " + terminal_text(finding.fixes[0]), width, _INDENT))
     return lines
