@@ -171,7 +171,7 @@ class GateResult:
 
 def _verdict(result_code: int, worst: Severity | None, fail_on: Severity, failures: int) -> str:
     if result_code == EXIT_BAD_INPUT:
-        return f"could not check everything: {failures} problem{'s' if failures != 1 else ''}"
+        return f"could not check everything: {wording.count(failures, 'problem')}"
     if result_code == EXIT_GATE_FAILED:
         assert worst is not None
         return f"failed: a finding at {worst.label}, at or above fail_on={fail_on.label}"
