@@ -26,10 +26,9 @@ from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report import wording
 from trainspotter.report.base import RenderOptions
-from trainspotter.report.common import step_range
 from trainspotter.report.escape import terminal_text
 from trainspotter.report.json_report import finding_dict
-from trainspotter.report.terminal import Style, first_sentence, verdict_lines
+from trainspotter.report.terminal import Style, finding_place, first_sentence, verdict_lines
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ class WatchOutput:
         what = "NEW" if event.kind == "new" else "UPDATED"
         head = wording.wrap(
             f"{what:7s} {finding.severity.label:7s} {terminal_text(event.log)}: "
-            f"{terminal_text(finding.title)} ({_where(finding)})",
+            f"{terminal_text(finding.title)} ({finding_place(finding)})",
             self.width,
             " " * 8,
             first_indent="",
@@ -165,15 +164,6 @@ class WatchOutput:
         self._status_shown = True
 
 
-def _where(finding: Finding) -> str:
-    """`grad_norm, steps 301-381`, or `spikes on eval/loss, step 325` when the detector and
-    the metric differ and the title does not name the metric."""
-    metric = terminal_text(finding.metric)
-    named = metric == finding.detector or metric in terminal_text(finding.title)
-    what = finding.detector if named else f"{finding.detector} on {metric}"
-    return f"{what}, {step_range(finding)}"
-
-
 def summary_text(
     why: str,
     polls: int,
@@ -204,7 +194,7 @@ def summary_text(
             if finding.suppressed is None:
                 text = (
                     f"{finding.id} {finding.severity.label:7s} {terminal_text(finding.title)} "
-                    f"({_where(finding)})"
+                    f"({finding_place(finding)})"
                 )
                 lines.extend(wording.wrap(text, width, " " * 6, first_indent="    "))
     return "\n".join(lines) + "\n"

@@ -16,8 +16,8 @@ from trainspotter.errors import TrainspotterError
 from trainspotter.model import Finding, Severity
 from trainspotter.monitor import Monitor
 from trainspotter.readers.memory import as_number
-from trainspotter.report.common import step_range
 from trainspotter.report.escape import terminal_text
+from trainspotter.report.terminal import finding_place
 
 REPORT_STEM = "trainspotter-report"
 """The reports are written as `<folder>/trainspotter-report.json` and `.html`."""
@@ -34,7 +34,7 @@ def finding_line(finding: Finding) -> str:
     """One line for the framework's logger."""
     return (
         f"trainspotter: {finding.severity.label}: {terminal_text(finding.title)} "
-        f"({finding.detector}, {terminal_text(finding.metric)}, {step_range(finding)})"
+        f"({finding_place(finding)})"
     )
 
 

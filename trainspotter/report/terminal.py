@@ -146,6 +146,15 @@ def _notes_line(analysis: Analysis, width: int) -> list[str]:
     return [head + wording.one_line(titles, width - len(head))]
 
 
+def finding_place(finding: Finding) -> str:
+    """`grad_norm, steps 301-381`, or `spikes on eval/loss, step 325` when the detector and
+    the metric differ and the title does not name the metric."""
+    metric = terminal_text(finding.metric)
+    named = metric == finding.detector or metric in terminal_text(finding.title)
+    what = finding.detector if named else f"{finding.detector} on {metric}"
+    return f"{what}, {step_range(finding)}"
+
+
 def first_sentence(text: str) -> str:
     """A message's first sentence (what a terse line shows of it)."""
     return _SENTENCE_END.split(text, maxsplit=1)[0]
