@@ -332,7 +332,8 @@ def _hint(analyses: Sequence[Analysis]) -> str | None:
     ids = [f.id for a in analyses for f in active_findings(a) if f.severity > Severity.INFO]
     if not ids:
         return None
-    return f"More: --verbose (evidence, every fix), --finding {ids[0]} (one finding in full)"
+    # `gate` has no --finding: name the command that has it.
+    return f"More: --verbose for the evidence and every fix; analyze --finding {ids[0]} for one"
 
 
 class TerminalReport:
