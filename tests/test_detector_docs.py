@@ -18,6 +18,7 @@ from trainspotter.cli import main
 from trainspotter.detectors import DETECTORS
 from trainspotter.model import Severity
 from trainspotter.readers import read_log
+from trainspotter.report.terminal_doc import inline_text, render_doc
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = (
@@ -71,8 +72,13 @@ def test_detector_doc_example_is_what_the_detector_does(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(DETECTORS))
-def test_explain_prints_the_documentation(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_prints_the_documentation(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["explain", name]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"{name}: {DETECTORS[name].summary}")
-    assert _doc(name) in out
+    head = " ".join(out.split("\n\n", 1)[0].split())
+    assert head == f"{name}: {inline_text(DETECTORS[name].summary)}"
+    # the whole docstring, rendered for an 80-column terminal (terminal_doc.py)
+    assert render_doc(_doc(name), 80) in out

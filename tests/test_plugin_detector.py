@@ -215,4 +215,4 @@ def test_it_is_listed_and_explained(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", NAME]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{NAME}: {WobbleDetector.summary}\n\nA detector no module")
-    assert "**What it finds.** The highest `train/loss` point" in out
+    assert "What it finds. The highest train/loss point" in out  # Markdown rendered
