@@ -58,6 +58,11 @@ def test_detector_doc_example_is_what_the_detector_does(name: str) -> None:
     flagged = FLAGGED.search(example)
     assert flagged, f"{name}: the example names no bundled log and step"
     path, step = REPO / flagged.group(1), int(flagged.group(2))
+    baseline = re.search(r"against\s+`(examples/[^`]+)`", example)
+    if getattr(detector, "needs_baseline", False):  # compares two runs: name both
+        assert baseline, f"{name}: the example names no baseline"
+        _check_comparison_example(name, path, REPO / baseline.group(1), step, example)
+        return
     found = detector.detect(read_log(path), detector.Params())
     assert step in [f.step_start for f in found], (name, path, [f.step_start for f in found])
 
@@ -69,6 +74,24 @@ def test_detector_doc_example_is_what_the_detector_does(name: str) -> None:
     if only_info:
         quiet = detector.detect(read_log(REPO / only_info.group(1)), detector.Params())
         assert quiet and all(f.severity is Severity.INFO for f in quiet)
+
+
+def _check_comparison_example(
+    name: str, candidate: Path, baseline: Path, step: int, example: str
+) -> None:
+    """A detector that compares runs: its findings on the candidate against the baseline
+    start at the step named, and it is silent on the run named as silent."""
+    from trainspotter.compare.command import compare_paths
+    from trainspotter.config import Config
+
+    def found(log: Path) -> list[int]:
+        (analysis,) = compare_paths(str(log), str(baseline), Config())
+        return [f.step_start for f in analysis.findings if f.detector == name]
+
+    assert step in found(candidate), (name, candidate, found(candidate))
+    silent = re.search(r"Silent on\s+`(examples/[^`]+)`", example)
+    assert silent, f"{name}: the example names no run it is quiet on"
+    assert found(REPO / silent.group(1)) == []
 
 
 @pytest.mark.parametrize("name", list(DETECTORS))

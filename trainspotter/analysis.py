@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainspotter.compare.model import Comparison
 from trainspotter.detectors import DETECTORS
 from trainspotter.detectors.base import Abstain, scope_of
 from trainspotter.model import Finding, Run, Severity
@@ -99,7 +100,11 @@ class Analysis:
     """Each multi-finding incident as finding ids in causal order, root cause first."""
     detectors_run: list[str]
     checks: list[Check] = field(default_factory=list)
-    """One per registered detector, in registry order: ran on which metrics, or why not."""
+    """One per registered detector, in registry order: ran on which metrics, or why not
+    (a detector that `needs_baseline` only when the run was compared with one)."""
+    comparison: Comparison | None = None
+    """Set when the run was compared with a baseline or checked against `rules:`
+    (`trainspotter.compare`): what was compared, for every report."""
 
     def examined_anything(self) -> bool:
         """Whether any detector ran (a log where all abstained is not "healthy")."""
@@ -138,6 +143,8 @@ def run_detectors(
     ran: list[str] = []
     checks: list[Check] = []
     for name, detector in DETECTORS.items():
+        if getattr(detector, "needs_baseline", False):
+            continue  # compares two runs: `trainspotter.compare` runs it, with a baseline
         if settings.enabled is not None and name not in settings.enabled:
             checks.append(Check(name, DISABLED, reason="disabled in the configuration"))
             continue

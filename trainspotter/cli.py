@@ -3,6 +3,7 @@
 Subcommands:
   analyze PATH...   read each log, run the detectors, print or write a report
   watch PATH...     follow growing logs, print findings as they appear
+  compare RUN --baseline RUN  a run against a baseline run: `regression` findings
   detectors         list the detector ids, what each finds, and its defaults
   explain ID        print a detector's documentation (its docstring)
   gate [PATTERN...] the CI gate: expand globs, analyse every log, write every output
@@ -27,6 +28,7 @@ from pathlib import Path
 from trainspotter import __version__
 from trainspotter.analysis import Analysis
 from trainspotter.batch import analyze_paths, default_jobs
+from trainspotter.compare.command import add_compare_parser, run_compare
 from trainspotter.config import (
     CONFIG_NAMES,
     GATE_OUTPUTS,
@@ -93,33 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze_cmd.add_argument(
         "paths", nargs="+", metavar="PATH", help="log file or folder, or a glob pattern"
     )
-    analyze_cmd.add_argument(
-        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
-    )
-    analyze_cmd.add_argument(
-        "--format", choices=sorted(READERS), help="force the log format (default: sniffed)"
-    )
-    analyze_cmd.add_argument(
-        "--output", choices=list(REPORTS), default="terminal", help="report format"
-    )
-    analyze_cmd.add_argument("--out", metavar="FILE", help="write the report here, not stdout")
-    for fmt in EXTRA_OUTPUTS:
-        analyze_cmd.add_argument(
-            f"--{fmt}",
-            metavar="FILE",
-            dest=f"extra_{fmt}",
-            help=f"also write the {fmt} report to FILE (alongside --output)",
-        )
-    analyze_cmd.add_argument(
-        "--fail-on",
-        type=severity_choice,
-        metavar=FAIL_ON_HELP,
-        default=None,
-        help="exit 1 when a finding is at or above this severity (default: the config's "
-        "fail_on, else error)",
-    )
-    analyze_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
-    add_detail_flags(analyze_cmd, finding=True)
+    _add_report_options(analyze_cmd)
     analyze_cmd.add_argument(
         "--jobs",
         type=_positive_int,
@@ -128,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyse up to N logs at once, one process each (default: the number of cores)",
     )
     _add_watch_command(sub)
+    _add_report_options(add_compare_parser(sub))
 
     sub.add_parser("detectors", help="list the detectors and their defaults")
     explain_cmd = sub.add_parser("explain", help="print a detector's documentation")
@@ -144,6 +121,35 @@ def build_parser() -> argparse.ArgumentParser:
             help=("show tracebacks instead of one-line errors"),
         )
     return parser
+
+
+def _add_report_options(cmd: argparse.ArgumentParser) -> None:
+    """The options `analyze` and `compare` share: config, format, reports, fail_on, run."""
+    cmd.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
+    )
+    cmd.add_argument(
+        "--format", choices=sorted(READERS), help="force the log format (default: sniffed)"
+    )
+    cmd.add_argument("--output", choices=list(REPORTS), default="terminal", help="report format")
+    cmd.add_argument("--out", metavar="FILE", help="write the report here, not stdout")
+    for fmt in EXTRA_OUTPUTS:
+        cmd.add_argument(
+            f"--{fmt}",
+            metavar="FILE",
+            dest=f"extra_{fmt}",
+            help=f"also write the {fmt} report to FILE (alongside --output)",
+        )
+    cmd.add_argument(
+        "--fail-on",
+        type=severity_choice,
+        metavar=FAIL_ON_HELP,
+        default=None,
+        help="exit 1 when a finding is at or above this severity (default: the config's "
+        "fail_on, else error)",
+    )
+    cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
+    add_detail_flags(cmd, finding=True)
 
 
 def _positive_int(text: str) -> int:
@@ -295,6 +301,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         jobs=args.jobs or default_jobs(),
         progress=sys.stderr if sys.stderr.isatty() else None,
     )
+    return _report(analyses, args, fail_on, [Path(p) for p in args.paths])
+
+
+def _report(
+    analyses: list[Analysis], args: argparse.Namespace, fail_on: Severity, inputs: list[Path]
+) -> int:
+    """Render `--output` (and every `--html FILE`, ...) as analyze and compare do, and
+    exit by the shared rule."""
     to_terminal = args.out is None and args.output == "terminal"
     if args.finding is not None:
         if args.output != "terminal":
@@ -309,7 +323,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         width=terminal_width(sys.stdout) if to_terminal else PIPED_WIDTH,
     )
     text = REPORTS[args.output].render(analyses, render)
-    inputs = [Path(p) for p in args.paths]
     if args.out is None and args.output != "github" and os.environ.get("GITHUB_ACTIONS") == "true":
         text = fence_workflow_commands(text)  # log-derived text must not issue commands
     _write_output(text, args.out, inputs)
@@ -319,6 +332,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         if extra_path is not None:
             _write_output(REPORTS[fmt].render(analyses, plain), extra_path, inputs)
     return exit_code(analyses, fail_on)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """A candidate against a baseline (`trainspotter.compare`), reported as analyze."""
+    analyses, fail_on, baseline = run_compare(args)
+    return _report(analyses, args, fail_on, [Path(args.candidate), Path(baseline)])
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -433,6 +452,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "analyze": cmd_analyze,
+    "compare": cmd_compare,
     "detectors": cmd_detectors,
     "explain": cmd_explain,
     "gate": cmd_gate,

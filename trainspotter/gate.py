@@ -6,7 +6,8 @@
 2. **Check**: discover the logs (`trainspotter.discover`: globs, folders, TensorBoard run
    folders, the newest Hugging Face checkpoint copy, sweeps) and check each one
    (`batch.check_target`: the config's format, aliases, detector settings and `ignore`
-   rules; a suppressed finding stays in every report, marked with its reason).
+   rules; a suppressed finding stays in every report, marked with its reason); then
+   compare each with the config's `baseline:` and check its `rules:` (`trainspotter.compare`).
 3. **Exit code** by the rule every front end shares (`trainspotter.verdict`): 2 when a
    log could not be read or a pattern found nothing (the gate could not check everything
    it was asked to; every readable log is still analysed and reported), else 1 when the
@@ -37,6 +38,8 @@ from typing import TextIO
 
 from trainspotter.analysis import Analysis
 from trainspotter.batch import analyze_targets
+from trainspotter.compare.apply import compare_analyses
+from trainspotter.compare.command import load_baseline
 from trainspotter.config import Config
 from trainspotter.discover import Collected, Problem, expand_patterns
 from trainspotter.errors import (
@@ -322,6 +325,21 @@ def _check(plan: _Plan, options: GateOptions) -> _Checked:
     return checked
 
 
+def _compare(plan: _Plan, checked: _Checked) -> None:
+    """The config's `baseline:` and `rules:` applied to every log (`trainspotter.compare`);
+    a baseline that cannot be read is a log that could not be checked (exit 2)."""
+    config = plan.config
+    baseline = None
+    if config.baseline is not None:
+        try:
+            baseline = load_baseline(config.baseline, config, base=plan.base)
+        except TrainspotterError as exc:
+            problem = getattr(exc, "problem", None) or str(exc)
+            checked.failures.append(Problem(f"baseline {config.baseline}", str(problem)))
+            return
+    checked.analyses = [compare_analyses(a, baseline, config) for a in checked.analyses]
+
+
 def _unavailable(outputs: Sequence[str]) -> dict[str, str]:
     """Output name -> why it cannot be produced (its report format is not installed)."""
     missing: dict[str, str] = {}
@@ -422,6 +440,7 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
     """Plan, check, decide the exit code, print, write every output."""
     plan = _plan(options)
     checked = _check(plan, options)
+    _compare(plan, checked)
     code = exit_code(checked.analyses, plan.fail_on, unchecked=len(checked.failures))
     worst = worst_of(checked.analyses)
     verdict = _verdict(code, worst, plan.fail_on, len(checked.failures))

@@ -88,6 +88,16 @@ _DESCRIPTIONS = {
     "the JSON, the summary and the comment.",
     "report.artifact_name": "The name of the GitHub Actions artifact holding the reports.",
     "report.comment": "Post (and update) one pull-request comment with the summary.",
+    "baseline": "A stored run (a log file or folder, e.g. main's `trainer_state.json`) "
+    "the gate compares every log with, as `trainspotter compare LOG --baseline PATH` does: "
+    "`regression` findings for worse eval metrics, a worse loss curve, slower steps and "
+    "new findings. Default: no baseline.",
+    "rules": "Absolute bounds on final values, for gating on a number: each rule names a "
+    "`metric` and a `max`, a `min` or both. A failed rule (or a metric the log does not "
+    "have) is a `regression` error.",
+    "rules.metric": "The metric (its canonical name, e.g. `eval/loss`, or as logged).",
+    "rules.max": "Fail when the metric's last finite value is above this.",
+    "rules.min": "Fail when the metric's last finite value is below this.",
     "detector.enabled": "Run this detector.",
     "detector.severity": "Replace the severity of all this detector's findings; null keeps "
     "the detector's own.",
@@ -266,6 +276,27 @@ def config_schema() -> dict[str, Any]:
                     },
                 },
             },
+            "baseline": {
+                "description": _DESCRIPTIONS["baseline"],
+                "anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}],
+                "default": None,
+            },
+            "rules": {
+                "description": _DESCRIPTIONS["rules"],
+                "type": "array",
+                "default": [],
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["metric"],
+                    "anyOf": [{"required": ["max"]}, {"required": ["min"]}],
+                    "properties": {
+                        "metric": {"description": _DESCRIPTIONS["rules.metric"], **glob_string},
+                        "max": {"description": _DESCRIPTIONS["rules.max"], "type": "number"},
+                        "min": {"description": _DESCRIPTIONS["rules.min"], "type": "number"},
+                    },
+                },
+            },
             "report": {
                 "description": _DESCRIPTIONS["report"],
                 "type": "object",
@@ -358,6 +389,11 @@ def default_config_yaml() -> str:
         "ignore: []",
         "",
     ]
+    lines += _comment(_DESCRIPTIONS["baseline"], "")
+    lines += ["# e.g. baseline: baselines/main/trainer_state.json", "baseline: null", ""]
+    lines += _comment(_DESCRIPTIONS["rules"], "")
+    lines += ["# e.g. rules: [{metric: eval/loss, max: 0.35}, {metric: eval/accuracy, min: 0.9}]"]
+    lines += ["rules: []", ""]
     lines += ["report:"]
     report = defaults.report
     for key, value in (
@@ -467,10 +503,10 @@ def reference_markdown(schema: Mapping[str, Any] | None = None) -> str:
     for key, node in properties.items():
         if key == "detectors":
             continue
-        if key == "ignore":
+        if key in ("ignore", "rules"):
             add(key, {k: v for k, v in node.items() if k != "items"} | {"type": "array"})
             for sub, sub_node in node["items"]["properties"].items():
-                add(f"ignore[].{sub}", sub_node)
+                add(f"{key}[].{sub}", sub_node)
             continue
         if "properties" in node:
             add(key, node)

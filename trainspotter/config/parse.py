@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import yaml
 
+from trainspotter.config.compare_keys import parse_baseline, parse_rules
 from trainspotter.config.params import (
     describe_type,
     detector_params,
@@ -268,6 +269,8 @@ TOP_LEVEL_KEYS = (
     "metrics",
     "ignore",
     "report",
+    "baseline",
+    "rules",
 )
 IGNORE_KEYS = ("detector", "metric", "steps", "path", "reason")
 REPORT_KEYS = ("outputs", "directory", "artifact_name", "comment")
@@ -368,6 +371,8 @@ def parse_config(text: str, source: str = CONFIG_NAMES[0]) -> Config:
         "metrics": lambda n: {"aliases": _parse_metrics(parser, n)},
         "ignore": lambda n: {"ignore": _parse_ignore(parser, n)},
         "report": lambda n: {"report": _parse_report(parser, n)},
+        "baseline": lambda n: {"baseline": parse_baseline(parser, n)},
+        "rules": lambda n: {"rules": parse_rules(parser, n)},
     }
     for key, parse_section in sections.items():
         if key in top:

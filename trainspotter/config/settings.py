@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from trainspotter.analysis import Analysis, AnalysisSettings
+from trainspotter.compare.rules import ThresholdRule
 from trainspotter.detectors import DETECTORS
 from trainspotter.errors import TrainspotterError
 from trainspotter.model import Finding, Severity
@@ -156,6 +157,10 @@ class Config:
     ignore: tuple[IgnoreRule, ...] = ()
     report: ReportSettings = field(default_factory=ReportSettings)
     allow_empty: bool = False
+    baseline: str | None = None
+    """The stored run (a log path) the gate compares every log with; None: no baseline."""
+    rules: tuple[ThresholdRule, ...] = ()
+    """Absolute bounds on final values (`rules:`), checked by the gate and `compare`."""
 
     def analysis_settings(self) -> AnalysisSettings:
         """The detector selection, parameters and severity overrides for `analyze`."""

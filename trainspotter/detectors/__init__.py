@@ -13,6 +13,7 @@ from trainspotter.detectors import (
     lr_schedule,
     overfitting,
     plateau,
+    regression,
     spikes,
     throughput,
 )
@@ -28,6 +29,7 @@ DETECTORS: dict[str, Detector] = {
     throughput.DETECTOR.name: throughput.DETECTOR,
     eval_noise.DETECTOR.name: eval_noise.DETECTOR,
     loss_floor.DETECTOR.name: loss_floor.DETECTOR,
+    regression.DETECTOR.name: regression.DETECTOR,
 }
 
 __all__ = ["DETECTORS", "Detector"]

@@ -38,6 +38,7 @@ from trainspotter.report.common import (
     steps_logged,
     total_counts,
 )
+from trainspotter.report.comparison_html import comparison_section
 from trainspotter.report.escape import format_number, html_name, html_text, shorten
 from trainspotter.report.svg_chart import Chart, ChartLine, render_chart
 from trainspotter.verdict import worst_of
@@ -408,6 +409,7 @@ def _log_section(analysis: Analysis, index: int, several: bool) -> str:
         _cause_html(analysis, index),
         "<h3>Charts</h3>",
         _charts_html(analysis, index),
+        comparison_section(analysis, _anchor_prefix(index)),
     ]
     if analysis.findings:
         parts.append(f"<h3>Findings ({len(analysis.findings)})</h3>")

@@ -10,6 +10,12 @@ Shape (versioned by `schema_version`; the JSON Schema ships as
 listed metrics, `abstained` (nothing it could examine, `reason` says what is missing) or
 `disabled` by the configuration.
 
+`comparison` (schema 1.2, only on a log compared with a baseline or checked against
+`rules:`): the baseline, the alignment axis, each compared value (final and best eval
+values, loss curves, step time) with the tolerance and verdict, each rule's result, and
+the detector ids only the candidate has. Findings of that comparison have the detector
+id `regression`.
+
 Non-finite numbers (a NaN loss in evidence) are written as the strings "NaN", "Infinity"
 and "-Infinity", so the output is strict JSON that every parser accepts.
 """
@@ -23,9 +29,10 @@ from typing import Any
 from trainspotter import __version__
 from trainspotter.analysis import Analysis, Check
 from trainspotter.model import Finding, Run, Severity
+from trainspotter.report import comparison
 from trainspotter.report.base import JsonDocumentReport
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 def json_number(value: Any) -> Any:
@@ -126,13 +133,17 @@ def summary_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
 
 
 def analysis_dict(analysis: Analysis) -> dict[str, Any]:
-    """`{run, summary, findings, checks}` for one log."""
-    return {
+    """`{run, summary, findings, checks}` for one log, and `comparison` when it was
+    compared with a baseline or checked against rules."""
+    out = {
         "run": run_dict(analysis.run),
         "summary": summary_dict([analysis]),
         "findings": [finding_dict(f) for f in analysis.findings],
         "checks": [check_dict(c) for c in analysis.checks],
     }
+    if analysis.comparison is not None:
+        out["comparison"] = comparison.comparison_dict(analysis.comparison, json_number)
+    return out
 
 
 def report_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:

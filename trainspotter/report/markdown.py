@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
+from trainspotter.report import comparison
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     chain_findings,
@@ -160,6 +161,8 @@ def _log_pieces(analysis: Analysis) -> list[_Piece]:
     if analysis.worst is not None:
         heading += f"; {counts_phrase(counts)}"
     pieces = [_Piece(heading + ".\n", ALWAYS)]
+    if analysis.comparison is not None:
+        pieces.append(_Piece(comparison.markdown_block(analysis.comparison, markdown_text), ALWAYS))
     for chain in chain_findings(analysis):
         path = " \u2192 ".join(f"{f.id} {_log_text(f.detector, 60)}" for f in chain)
         pieces.append(

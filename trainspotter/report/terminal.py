@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
-from trainspotter.report import wording
+from trainspotter.report import comparison, wording
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     active_findings,
@@ -276,10 +276,13 @@ def render_one(analysis: Analysis, options: RenderOptions) -> str:
     lines = verdict_lines(analysis, options, style)
     if options.quiet:
         return "\n".join(lines)
+    verdict_only = len(lines) == 1
+    if analysis.comparison is not None:  # compared with a baseline: the table, always
+        lines.extend(comparison.terminal_lines(analysis.comparison, terminal_text))
     findings = active_findings(analysis) if not options.verbose else analysis.findings
     problems = [f for f in findings if f.severity > Severity.INFO or f.suppressed is not None]
     if not options.verbose and not problems:
-        if len(lines) == 1:  # a healthy log is two lines at most: notes only if room
+        if verdict_only:  # a healthy log is two lines at most: notes only if room
             lines.extend(_notes_line(analysis, width))
         not_run = checks_not_run(analysis)
         if verdict_word(analysis, options.fail_on) == NOT_CHECKED and not_run:
