@@ -6,17 +6,20 @@ since the last poll) parse event files; see `tensorboard_events.py` for the form
 
 from __future__ import annotations
 
+import math
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trainspotter.model import FloatArray, IntArray
+from trainspotter.readers._event_wire import POSITION_BITS, Points, decode_events
 from trainspotter.readers._tfrecord import (
     FRAMING_HEADER_BYTES,
+    BoolArray,
     UInt8Array,
-    decode_simple_values,
     frame_records,
 )
 
@@ -114,6 +117,72 @@ class TagPoints:
         return sum(len(chunk) for chunk in self._steps)
 
 
+@dataclass
+class _Block:
+    """One tag's points from one buffer, in file order (fields as in `Points`)."""
+
+    key: IntArray
+    steps: IntArray
+    values: FloatArray
+    wall: FloatArray
+    tensor: BoolArray
+    plugin: IntArray
+    plugins: list[str]
+    readable: BoolArray
+
+    def take(self, rows: IntArray) -> _Block:
+        return _Block(
+            self.key[rows],
+            self.steps[rows],
+            self.values[rows],
+            self.wall[rows],
+            self.tensor[rows],
+            self.plugin[rows],
+            self.plugins,
+            self.readable[rows],
+        )
+
+    def join(self, other: _Block) -> _Block:
+        """Both blocks' points in file order (their records never overlap)."""
+        shifted = np.where(other.plugin >= 0, other.plugin + len(self.plugins), -1)
+        joined = _Block(
+            np.concatenate([self.key, other.key]),
+            np.concatenate([self.steps, other.steps]),
+            np.concatenate([self.values, other.values]),
+            np.concatenate([self.wall, other.wall]),
+            np.concatenate([self.tensor, other.tensor]),
+            np.concatenate([self.plugin, shifted]),
+            self.plugins + other.plugins,
+            np.concatenate([self.readable, other.readable]),
+        )
+        return joined.take(np.argsort(joined.key, kind="stable"))
+
+
+def _by_tag(points: Points) -> dict[str, _Block]:
+    """`points` split per tag, each in file order."""
+    order = np.argsort(points.key, kind="stable")
+    tag = points.tag[order]
+    found: dict[str, _Block] = {}
+    if not order.shape[0]:
+        return found
+    # Group rows by tag keeping file order within each: a stable sort by tag id.
+    by_tag = order[np.argsort(tag, kind="stable")]
+    ids = points.tag[by_tag]
+    bounds = np.flatnonzero(np.diff(ids)) + 1
+    for rows in np.split(by_tag, bounds):
+        found[points.tags[int(points.tag[rows[0]])]] = _Block(
+            points.key[rows],
+            points.steps[rows],
+            points.values[rows],
+            points.wall[rows],
+            points.tensor[rows],
+            points.plugin[rows],
+            points.plugins,
+            points.readable[rows],
+        )
+    return found
+
+
 class EventFileScanner:
     """Parses one event file's records, whole records only, remembering where it stopped.
 
@@ -123,15 +192,21 @@ class EventFileScanner:
     the scanner stops for good and `damaged_at` holds the record's file offset.
 
     Speed: the framing is walked in a tight loop, then the length CRCs are checked per
-    distinct header, and the common record, a `simple_value` scalar event as PyTorch and
-    tensorboardX write it (wall_time, step, one value with a short tag), is decoded for all
-    records at once with numpy from its fixed wire layout. Every other record (the file
-    version, tensor scalars, events with metadata, step 0, several values) is parsed by
-    TensorBoard's `Event` protobuf class. The two paths are merged back into file order.
+    distinct header, and the scalar events of every layout the writers use (one or several
+    `simple_value`s, TF2 tensor scalars with their metadata) are decoded for all records at
+    once with numpy from the wire format (`_event_wire.py`). Every other record (the file
+    version, graphs, tensors of other dtypes, anything unusual) is parsed by TensorBoard's
+    `Event` protobuf class. The two paths are merged back into file order, then a tag's
+    tensor values are kept while the plugin its metadata names is the scalars plugin.
     """
 
     def __init__(self, event_class: Any) -> None:
         self._event = event_class()
+        # TensorBoard's SummaryMetadata class, reached through the Event class given.
+        value = self._event.summary.value.add()
+        self._value_class = type(value)
+        self._metadata_class = type(value.metadata)
+        self._event.Clear()
         self.tags: dict[str, TagPoints] = {}
         self.plugins: dict[str, str] = {}
         """Tag -> the plugin named by the last metadata seen for it."""
@@ -182,54 +257,89 @@ class EventFileScanner:
         payload does not parse: that record and every later one are dropped)."""
         buf: UInt8Array = np.frombuffer(buffer, dtype=np.uint8)
         count = int(starts.shape[0])
-        fast = decode_simple_values(buf, starts + FRAMING_HEADER_BYTES, lengths)
+        fast = decode_events(
+            buf, starts + FRAMING_HEADER_BYTES, lengths, self._plugin_name, self._value_parses
+        )
         slow_records = np.flatnonzero(~fast.ok)
-        # Per tag: (record index, steps, values, wall) blocks from both paths.
-        parts: dict[str, list[tuple[IntArray, IntArray, FloatArray, FloatArray]]] = {}
         used = count
+        blocks = [_by_tag(fast)]
         if slow_records.shape[0]:
             slow, used = self._parse_slow(buffer, starts, lengths, slow_records)
-            for tag, block in slow.items():
-                parts.setdefault(tag, []).append(block)
-        for tag, rows in fast.by_tag.items():
-            if used < count:
-                rows = rows[rows < used]
-                if not rows.shape[0]:
-                    continue
-            parts.setdefault(tag, []).append(
-                (rows, fast.steps[rows], fast.values[rows], fast.wall[rows])
-            )
+            blocks.append(_by_tag(slow))
+        limit = used << POSITION_BITS
+        merged: dict[str, _Block] = {}
+        for found in blocks:
+            for tag, block in found.items():
+                if used < count:
+                    block = block.take(np.flatnonzero(block.key < limit))
+                previous = merged.get(tag)
+                merged[tag] = block if previous is None else previous.join(block)
+        kept: dict[str, _Block] = {}
+        for tag, block in merged.items():
+            block = self._scalars_only(tag, block)
+            if block.key.shape[0]:
+                kept[tag] = block
         # New tags enter `self.tags` in order of first appearance in the file, however the
         # file was cut into buffers (metric order in the Run follows it).
-        first_seen = {
-            tag: min(int(b[0][0]) for b in blocks if b[0].shape[0]) for tag, blocks in parts.items()
-        }
-        for tag in sorted(parts, key=first_seen.__getitem__):
-            blocks = parts[tag]
+        for tag in sorted(kept, key=lambda tag: int(kept[tag].key[0])):
+            block = kept[tag]
             points = self.tags.get(tag)
             if points is None:
                 points = self.tags[tag] = TagPoints()
-            if len(blocks) == 1:
-                _, steps, values, wall = blocks[0]
-            else:
-                order = np.argsort(np.concatenate([b[0] for b in blocks]), kind="stable")
-                steps = np.concatenate([b[1] for b in blocks])[order]
-                values = np.concatenate([b[2] for b in blocks])[order]
-                wall = np.concatenate([b[3] for b in blocks])[order]
-            points.extend(steps, values, wall)
+            points.extend(block.steps, block.values, block.wall)
             if self.keep_fresh:
-                self.fresh.append((tag, steps, values))
+                self.fresh.append((tag, block.steps, block.values))
         return used
+
+    def _plugin_name(self, blob: bytes) -> str | None:
+        """The plugin a `SummaryMetadata` blob names (None: it does not parse)."""
+        try:
+            metadata = self._metadata_class.FromString(blob)
+        except Exception:  # google.protobuf.message.DecodeError
+            return None
+        return str(metadata.plugin_data.plugin_name)
+
+    def _value_parses(self, blob: bytes) -> bool:
+        try:
+            self._value_class.FromString(blob)
+        except Exception:  # google.protobuf.message.DecodeError
+            return False
+        return True
+
+    def _scalars_only(self, tag: str, block: _Block) -> _Block:
+        """Keep a tag's tensor values only while the plugin its last metadata named (in
+        file order, from earlier buffers too) is a scalars plugin; remember that plugin."""
+        if not block.tensor.any():
+            return block
+        tensor_rows = np.flatnonzero(block.tensor)
+        plugin = block.plugin[tensor_rows]
+        named = np.flatnonzero(plugin >= 0)
+        # The metadata in force at each tensor value: the last one at or before it, else
+        # the one remembered from earlier buffers (index -1: the last entry below).
+        last = np.maximum.accumulate(np.where(plugin >= 0, np.arange(plugin.shape[0]), -1))
+        in_force_id = np.where(last >= 0, plugin[np.maximum(last, 0)], -1)
+        before = self.plugins.get(tag, "") in SCALAR_PLUGINS
+        scalar = np.array([name in SCALAR_PLUGINS for name in block.plugins] + [before])
+        in_force = scalar[in_force_id]
+        if named.shape[0]:
+            self.plugins[tag] = block.plugins[int(plugin[named[-1]])]
+        keep = np.ones(block.key.shape[0], dtype=bool)
+        keep[tensor_rows] = in_force & block.readable[tensor_rows]
+        return block if bool(keep.all()) else block.take(np.flatnonzero(keep))
 
     def _parse_slow(
         self, buffer: bytes, starts: IntArray, lengths: IntArray, which: IntArray
-    ) -> tuple[dict[str, tuple[IntArray, IntArray, FloatArray, FloatArray]], int]:
-        """Protobuf-parse the records `which`: per tag (record, step, value, wall), and the
-        number of records usable (the index of the first damaged one, else all)."""
+    ) -> tuple[Points, int]:
+        """Protobuf-parse the records `which`: their points (tensor values with their
+        metadata's plugin, unreadable tensors marked), and the number of records usable
+        (the index of the first damaged one, else all)."""
         event = self._event
         parse = event.ParseFromString
         view = memoryview(buffer)
-        found: dict[str, tuple[array[int], array[int], array[float], array[float]]] = {}
+        keys, steps, numbers, wall = array("q"), array("q"), array("d"), array("d")
+        tag_ids, tensor, plugin, readable = array("q"), array("b"), array("q"), array("b")
+        tags: dict[str, int] = {}
+        plugins: dict[str, int] = {}
         used = int(starts.shape[0])
         for index in which.tolist():
             start = int(starts[index]) + FRAMING_HEADER_BYTES
@@ -238,44 +348,40 @@ class EventFileScanner:
             except Exception:  # google.protobuf.message.DecodeError: damaged payload
                 used = index
                 break
-            values = event.summary.value
-            if not values:
-                continue
-            step, wall = event.step, event.wall_time
-            for value in values:
+            for position, value in enumerate(event.summary.value):
                 kind = value.WhichOneof("value")
                 if kind == "simple_value":
-                    number = value.simple_value
+                    number: float | None = value.simple_value
+                    named = -1
                 elif kind == "tensor":
-                    number = self._tensor_value(value)
-                    if number is None:
-                        continue
+                    number = tensor_scalar(value.tensor)
+                    named = -1
+                    if value.HasField("metadata"):
+                        name = value.metadata.plugin_data.plugin_name
+                        named = plugins.setdefault(name, len(plugins))
                 else:
                     continue
-                lists = found.get(value.tag)
-                if lists is None:
-                    lists = found[value.tag] = (array("q"), array("q"), array("d"), array("d"))
-                lists[0].append(index)
-                lists[1].append(step)
-                lists[2].append(number)
-                lists[3].append(wall)
-        out: dict[str, tuple[IntArray, IntArray, FloatArray, FloatArray]] = {}
-        for tag, (rec, steps, values, wall) in found.items():
-            out[tag] = (
-                np.frombuffer(rec, dtype=np.int64).copy(),
-                np.frombuffer(steps, dtype=np.int64).copy(),
-                np.frombuffer(values, dtype=np.float64).copy(),
-                np.frombuffer(wall, dtype=np.float64).copy(),
-            )
-        return out, used
-
-    def _tensor_value(self, value: Any) -> float | None:
-        tag = value.tag
-        if value.HasField("metadata"):
-            self.plugins[tag] = value.metadata.plugin_data.plugin_name
-        if self.plugins.get(tag, "") not in SCALAR_PLUGINS:
-            return None
-        return tensor_scalar(value.tensor)
+                keys.append((index << POSITION_BITS) | position)
+                steps.append(event.step)
+                wall.append(event.wall_time)
+                numbers.append(math.nan if number is None else number)
+                tag_ids.append(tags.setdefault(value.tag, len(tags)))
+                tensor.append(kind == "tensor")
+                plugin.append(named)
+                readable.append(number is not None)
+        return Points(
+            ok=np.ones(0, dtype=bool),
+            key=np.frombuffer(keys, dtype=np.int64).copy(),
+            steps=np.frombuffer(steps, dtype=np.int64).copy(),
+            values=np.frombuffer(numbers, dtype=np.float64).copy(),
+            wall=np.frombuffer(wall, dtype=np.float64).copy(),
+            tag=np.frombuffer(tag_ids, dtype=np.int64).copy(),
+            tags=list(tags),
+            tensor=np.frombuffer(tensor, dtype=np.int8).astype(bool),
+            plugin=np.frombuffer(plugin, dtype=np.int64).copy(),
+            plugins=list(plugins),
+            readable=np.frombuffer(readable, dtype=np.int8).astype(bool),
+        ), used
 
     def scan_file(self, path: Path, limit: int | None = None) -> int:
         """Read `path` from `self.offset` to its end (or to byte `limit`) in bounded chunks;

@@ -1,8 +1,7 @@
-"""TFRecord framing and the numpy fast path for TensorBoard's common scalar record.
+"""TFRecord framing: pure bytes -> arrays, no protobuf.
 
-Pure bytes -> arrays, no protobuf: walking the framing of a buffer (length, masked CRC32C
-of the length, payload, payload CRC), and decoding every payload laid out exactly as a
-one-value `simple_value` event in one vectorised pass. `readers/_event_scan.py` uses both;
+Walking the framing of a buffer (length, masked CRC32C of the length, payload, payload
+CRC); `_event_wire.py` decodes the payloads, `readers/_event_scan.py` uses both and
 `tensorboard_events.py` documents why (speed, which CRCs are checked).
 """
 
@@ -16,12 +15,17 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from trainspotter.model import FloatArray, IntArray
+from trainspotter.model import IntArray
 
 FRAMING_HEADER_BYTES = 12
 RECORD_OVERHEAD = 16
 """Bytes of framing around each payload: length (8), length CRC (4), payload CRC (4)."""
 MAX_RECORD_BYTES = 1 << 30
+VECTORISE_FROM_BYTES = 1 << 16
+"""Buffers smaller than this (a watch poll's few records) are walked record by record."""
+PLAIN_STEPS_BEFORE_GIVING_UP = 256
+"""Records the vectorised walk takes one by one before it walks the rest the plain way
+(a file whose records the guess does not fit: no slower than the plain walk)."""
 """A record longer than this is taken as damage, not as data."""
 
 _LENGTH = struct.Struct("<Q")
@@ -66,12 +70,6 @@ def read_header(path: Path) -> bytes:
         return b""
 
 
-def _gather(buf: UInt8Array, index: IntArray) -> UInt8Array:
-    """`buf[index]` with out-of-range indices clipped (their rows are rejected anyway)."""
-    clipped: UInt8Array = buf[np.minimum(index, buf.shape[0] - 1)]
-    return clipped
-
-
 @dataclass
 class Frames:
     """Where the complete records of a buffer start, and where scanning stopped."""
@@ -82,9 +80,9 @@ class Frames:
     damaged_at: int | None
 
 
-def frame_records(buffer: bytes) -> Frames:
-    """Walk the TFRecord framing of `buffer`: the complete records, where the walk ended,
-    and the offset of a record whose length CRC is wrong (damage), if any."""
+def _walk_in_python(buffer: bytes) -> tuple[IntArray, int]:
+    """The record starts of `buffer` one by one (the reference for `_walk_vectorised`),
+    and where the walk stopped."""
     starts: array[int] = array("q")
     unpack = _LENGTH.unpack_from
     pos, size = 0, len(buffer)
@@ -96,7 +94,77 @@ def frame_records(buffer: bytes) -> Frames:
             break
         append(pos)
         pos = end
-    start_arr: IntArray = np.frombuffer(starts, dtype=np.int64).copy()
+    return np.frombuffer(starts, dtype=np.int64).copy(), pos
+
+
+def _likely_starts(buffer: bytes) -> tuple[IntArray, IntArray]:
+    """Offsets that look like the start of an event record (a length of at most
+    MAX_RECORD_BYTES, the payload's first byte 0x09: an Event's wall_time field, which
+    every writer sets) and where each such record would end. A guess, verified by the
+    caller."""
+    buf: UInt8Array = np.frombuffer(buffer, dtype=np.uint8)
+    led = np.flatnonzero(buf[FRAMING_HEADER_BYTES:] == 0x09)
+    if not led.shape[0]:
+        return led, led
+    header = buf[led[:, None] + np.arange(8)].copy().view("<u8")[:, 0]
+    fits = header <= MAX_RECORD_BYTES
+    starts: IntArray = led[fits]
+    ends: IntArray = starts + RECORD_OVERHEAD + header[fits].astype(np.int64)
+    return starts, ends
+
+
+def _walk_vectorised(buffer: bytes) -> tuple[IntArray, int]:
+    """`_walk_in_python` without a Python step per record, exactly.
+
+    The likely starts are a guess: where one likely start's record ends exactly at the
+    next likely start, and the first is a real start, the next one is real too (that is
+    the walk). Runs of such links are taken whole; where the guess fails (a record not
+    led by 0x09, or 0x09 bytes inside a payload that look like a header) the walk takes
+    one record the plain way and tries the guess again from there."""
+    size = len(buffer)
+    guess, ends = _likely_starts(buffer)
+    linked = ends[:-1] == guess[1:]
+    breaks = np.flatnonzero(~linked)  # run k..breaks[j] is linked throughout
+    parts: list[IntArray] = []
+    pos, plain_steps = 0, 0
+    while pos + FRAMING_HEADER_BYTES <= size:
+        at = int(np.searchsorted(guess, pos))
+        if at < guess.shape[0] and guess[at] == pos:
+            following = int(np.searchsorted(breaks, at))
+            last = int(breaks[following]) if following < breaks.shape[0] else guess.shape[0] - 1
+            run = slice(at, last + 1)
+            complete = np.flatnonzero(ends[run] <= size)
+            if not complete.shape[0]:
+                break
+            parts.append(guess[run][complete])
+            pos = int(ends[at + int(complete[-1])])
+            if complete.shape[0] < last + 1 - at:
+                break  # the run's last record is incomplete
+            continue
+        (length,) = _LENGTH.unpack_from(buffer, pos)  # one record the plain way
+        end = pos + RECORD_OVERHEAD + length
+        if end > size or length > MAX_RECORD_BYTES:
+            break
+        parts.append(np.array([pos], dtype=np.int64))
+        pos = end
+        plain_steps += 1
+        if plain_steps > PLAIN_STEPS_BEFORE_GIVING_UP:
+            rest, end_pos = _walk_in_python(buffer[pos:])
+            parts.append(rest + pos)
+            pos += end_pos
+            break
+    starts = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return starts, pos
+
+
+def frame_records(buffer: bytes) -> Frames:
+    """Walk the TFRecord framing of `buffer`: the complete records, where the walk ended,
+    and the offset of a record whose length CRC is wrong (damage), if any."""
+    if len(buffer) < VECTORISE_FROM_BYTES:
+        start_arr, pos = _walk_in_python(buffer)
+    else:
+        start_arr, pos = _walk_vectorised(buffer)
+    size = len(buffer)
     damaged: int | None = None
     if pos + FRAMING_HEADER_BYTES <= size and not has_record_framing(
         buffer[pos : pos + FRAMING_HEADER_BYTES]
@@ -125,99 +193,3 @@ def frame_records(buffer: bytes) -> Frames:
     else:
         lengths = np.empty(0, dtype=np.int64)
     return Frames(start_arr, lengths, pos, damaged)
-
-
-def _unique_rows(rows: UInt8Array) -> tuple[list[bytes], IntArray]:
-    """The distinct rows of a 2-D byte array (as bytes) and each row's index among them.
-
-    Rows are hashed to one uint64 each (fast to make unique), then every row is checked
-    against its group's representative; on a hash collision the exact (slower) sort of the
-    rows as opaque values is used instead."""
-    weights = np.random.default_rng(12345).integers(1, 2**63, rows.shape[1], dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        hashes = (rows.astype(np.uint64) * (weights | np.uint64(1))).sum(axis=1, dtype=np.uint64)
-    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if bool(np.all(rows == rows[first][inverse])):
-        return [rows[i].tobytes() for i in first.tolist()], inverse
-    keys = np.ascontiguousarray(rows).view(f"V{rows.shape[1]}")[:, 0]
-    exact, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    del exact
-    return [rows[i].tobytes() for i in first.tolist()], inverse.reshape(-1)
-
-
-@dataclass
-class SimpleValues:
-    """The records decoded by the fast path."""
-
-    ok: BoolArray
-    """Per record: decoded here (else it goes to the protobuf parser)."""
-    steps: IntArray
-    values: FloatArray
-    wall: FloatArray
-    by_tag: dict[str, IntArray]
-    """Tag -> indices of the decoded records with that tag, in file order."""
-
-
-def decode_simple_values(buf: UInt8Array, starts: IntArray, lengths: IntArray) -> SimpleValues:
-    """Decode every payload laid out exactly as a one-value `simple_value` event:
-
-    `09 <wall f64> 10 <step varint> 2a <n> 0a <n-2> 0a <t> <tag: t bytes> 15 <value f32>`
-
-    with one-byte lengths (tags under 128 bytes) ending exactly at the payload's end.
-    Payloads that differ in any byte of that layout are left for the protobuf parser."""
-    count = starts.shape[0]
-    ok = (lengths >= 22) & (_gather(buf, starts) == 0x09)
-    wall_bytes = _gather(buf, starts[:, None] + np.arange(1, 9))
-    wall = np.ascontiguousarray(wall_bytes).view("<f8")[:, 0].copy()
-    ok &= _gather(buf, starts + 9) == 0x10
-    varint = _gather(buf, starts[:, None] + np.arange(10, 20)).astype(np.uint64)
-    more = varint >= 0x80
-    ok &= ~more.all(axis=1)
-    size = np.argmin(more, axis=1) + 1
-    shifts = (np.arange(10, dtype=np.uint64) * np.uint64(7))[None, :]
-    used = np.arange(10)[None, :] < size[:, None]
-    parts = np.where(used, (varint & np.uint64(0x7F)) << shifts, np.uint64(0))
-    steps = np.bitwise_or.reduce(parts, axis=1).view(np.int64)
-    p = starts + 10 + size
-    summary_len = _gather(buf, p + 1).astype(np.int64)
-    value_len = _gather(buf, p + 3).astype(np.int64)
-    tag_len = _gather(buf, p + 5).astype(np.int64)
-    ok &= _gather(buf, p) == 0x2A
-    ok &= _gather(buf, p + 2) == 0x0A
-    ok &= _gather(buf, p + 4) == 0x0A
-    ok &= (summary_len < 0x80) & (value_len < 0x80) & (tag_len < 0x80)
-    ok &= (summary_len == value_len + 2) & (value_len == tag_len + 7)
-    ok &= p + 2 + summary_len == starts + lengths
-    ok &= _gather(buf, p + 6 + tag_len) == 0x15
-    value_bytes = _gather(buf, (p + 7 + tag_len)[:, None] + np.arange(4))
-    with np.errstate(invalid="ignore"):  # rows off the fast path hold arbitrary bytes
-        values = np.ascontiguousarray(value_bytes).view("<f4")[:, 0].astype(np.float64)
-    by_tag: dict[str, IntArray] = {}
-    good = np.flatnonzero(ok)
-    for length in np.unique(tag_len[good]).tolist():
-        rows = good[tag_len[good] == length]
-        if length == 0:
-            names = np.zeros(rows.shape[0], dtype=np.int64)
-            decoded = [""]
-        else:
-            raw = buf[(p[rows] + 6)[:, None] + np.arange(length)]
-            unique, inverse = _unique_rows(raw)
-            names = inverse.reshape(-1)
-            decoded = []
-            for key in unique:
-                try:
-                    decoded.append(key.decode("utf-8"))
-                except UnicodeDecodeError:
-                    decoded.append("")  # not valid protobuf: the parser will say so
-        for position, tag in enumerate(decoded):
-            chosen = rows[names == position]
-            if length and not tag:
-                ok[chosen] = False
-                continue
-            if tag in by_tag:
-                by_tag[tag] = np.sort(np.concatenate([by_tag[tag], chosen]))
-            else:
-                by_tag[tag] = chosen
-    del count
-    return SimpleValues(ok, steps, values, wall, by_tag)
