@@ -9,7 +9,13 @@ the epoch, and an eval loss every `EVAL_EVERY` steps. The same curves are writte
 - `jsonl`: one object per training step plus one per evaluation;
 - `hf`: a `trainer_state.json` as `transformers.Trainer` writes it (indent 2, sorted keys);
 - `tensorboard`: an event file written by tensorboardX's `SummaryWriter` (PyTorch-style
-  `simple_value` scalars: loss, lr, grad_norm every step, eval_loss every `EVAL_EVERY`).
+  `simple_value` scalars: loss, lr, grad_norm every step, eval_loss every `EVAL_EVERY`);
+- `tensorboard-merged`: the same scalars as TF1 merged summaries, one event per step
+  holding all three values (tensorboardX's `FileWriter.add_summary` of a merged `Summary`);
+- `tensorboard-tf2`: the same scalars as TF2's `tf.summary.scalar` writes them (one event
+  per value, a rank-0 float tensor in `tensor_content` with the scalars plugin's metadata on
+  every event), built with TensorBoard's protobufs and written by its `EventFileWriter`
+  (TensorFlow itself is not installed here).
 
 Generated files are cached under `$TRAINSPOTTER_BENCH_CACHE` (default
 `$TMPDIR/trainspotter-bench-cache`): a million TensorBoard events take a few minutes to
@@ -28,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 FORMATS = ("csv", "jsonl", "hf", "tensorboard")
+TB_LAYOUTS = ("tensorboard", "tensorboard-merged", "tensorboard-tf2")
 EVAL_EVERY = 500
 CSV_HEADER = "step,epoch,loss,lr,grad_norm,step_time,eval_loss\n"
 FloatArray = npt.NDArray[np.float64]
@@ -172,16 +179,71 @@ def write_tensorboard(folder: Path, c: dict[str, FloatArray]) -> Path:
     return found
 
 
+def write_tensorboard_layout(folder: Path, c: dict[str, FloatArray], layout: str) -> Path:
+    """An event file with the curves `c` in `layout` (module docstring); returns its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    steps = c["step"].astype(np.int64).tolist()
+    series = [
+        ("train/loss", c["loss"].tolist()),
+        ("train/lr", c["lr"].tolist()),
+        ("train/grad_norm", c["grad_norm"].tolist()),
+    ]
+    evals = c["eval_loss"].tolist()
+    base = 1.7e9
+    if layout == "tensorboard-merged":
+        from tensorboardX import SummaryWriter
+        from tensorboardX.proto.summary_pb2 import Summary
+
+        writer = SummaryWriter(str(folder), flush_secs=3600, max_queue=100_000)
+        for i, step in enumerate(steps):
+            merged = Summary(
+                value=[Summary.Value(tag=tag, simple_value=values[i]) for tag, values in series]
+            )
+            writer.file_writer.add_summary(merged, step, walltime=base + i * 0.25)
+            if not math.isnan(evals[i]):
+                writer.add_scalar("eval/loss", evals[i], step, walltime=base + i * 0.25)
+        writer.close()
+    else:
+        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2
+        from tensorboard.plugins.scalar import metadata as scalar_metadata
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        # What TF's summary writer emits for tf.summary.scalar: AsProtoTensorContent
+        # (dtype, an empty shape, 4 bytes of content) and the plugin's metadata each time.
+        plugin = scalar_metadata.create_summary_metadata(display_name=None, description="")
+        writer = EventFileWriter(str(folder), max_queue_size=100_000, flush_secs=3600)
+
+        def emit(tag: str, value: float, step: int, wall: float) -> None:
+            tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=np.float32(value).tobytes())
+            tensor.tensor_shape.SetInParent()
+            event = event_pb2.Event(wall_time=wall, step=step)
+            event.summary.value.add(tag=tag, tensor=tensor, metadata=plugin)
+            writer.add_event(event)
+
+        for i, step in enumerate(steps):
+            for tag, values in series:
+                emit(tag, values[i], step, base + i * 0.25)
+            if not math.isnan(evals[i]):
+                emit("eval/loss", evals[i], step, base + i * 0.25)
+        writer.close()
+        del summary_pb2
+    (found,) = folder.glob("events.out.tfevents*")
+    return found
+
+
 def log_path(fmt: str, steps: int) -> Path:
     """The cached log of `steps` steps in format `fmt`, generated on first use."""
     folder = cache_dir() / f"{fmt}-{steps}"
-    if fmt == "tensorboard":
+    if fmt in TB_LAYOUTS:
         existing = sorted(folder.glob("events.out.tfevents*")) if folder.is_dir() else []
         if existing and (folder / "complete").exists():
             return existing[0]
         for stale in existing:
             stale.unlink()
-        path = write_tensorboard(folder, curves(steps))
+        if fmt == "tensorboard":
+            path = write_tensorboard(folder, curves(steps))
+        else:
+            path = write_tensorboard_layout(folder, curves(steps), fmt)
         (folder / "complete").touch()
         return path
     names = {"csv": "log.csv", "jsonl": "log.jsonl", "hf": "trainer_state.json"}

@@ -1,6 +1,7 @@
 """The TensorBoard reader, on event files written in the test by the real writers:
-tensorboardX (`simple_value` scalars, PyTorch style), `tensorboard.summary.Writer` (rank-0
-tensor scalars, TF2 style) and `torch.utils.tensorboard` when torch is installed."""
+tensorboardX (`simple_value` scalars, PyTorch style, and TF1-style merged summaries),
+`tensorboard.summary.Writer` (rank-0 tensor scalars), TF2's `tf.summary.scalar` layout
+(see `write_tf2_scalars`) and `torch.utils.tensorboard` when torch is installed."""
 
 from __future__ import annotations
 
@@ -76,6 +77,74 @@ def test_histograms_are_not_scalars(tmp_path: Path) -> None:
     writer.close()
     run = read_log(tmp_path)
     assert sorted(run.metrics) == ["train/loss"]
+
+
+def test_tf1_merged_summaries_with_histograms(tmp_path: Path) -> None:
+    """TF1's `tf.summary.merge_all()` writes one event per step holding every summary:
+    here tensorboardX's FileWriter writes such merged Summaries (three scalars and a
+    histogram per event), and long tags (over 127 bytes: a two-byte length)."""
+    from tensorboardX.proto.summary_pb2 import Summary
+    from tensorboardX.summary import histogram
+
+    long_tag = "deep/" + "x" * 140
+    writer = tensorboardX.SummaryWriter(str(tmp_path))
+    for step in range(1, 6):
+        merged = Summary(
+            value=[
+                Summary.Value(tag="loss", simple_value=3.0 / step),
+                Summary.Value(tag="lr", simple_value=0.1 * step),
+                Summary.Value(tag=long_tag, simple_value=float(step)),
+            ]
+        )
+        merged.value.extend(histogram("weights", np.arange(10.0) * step, bins="auto").value)
+        writer.file_writer.add_summary(merged, step, walltime=1.7e9 + step)
+    writer.close()
+    run = read_log(tmp_path)
+    assert_well_formed(run)
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [1, 2, 3, 4, 5]
+    assert loss.values.tolist() == [float(np.float32(3.0 / s)) for s in range(1, 6)]
+    assert loss.wall_time.tolist() == [1.7e9 + s for s in range(1, 6)]
+    assert run.metrics["lr"].values.tolist() == [float(np.float32(0.1 * s)) for s in range(1, 6)]
+    assert run.metrics[long_tag].values.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert "weights" not in run.metrics
+
+
+def write_tf2_scalars(folder: Path, points: dict[str, list[tuple[int, float]]]) -> None:
+    """Events laid out exactly as TF2's `tf.summary.scalar` (and Keras' TensorBoard
+    callback) writes them: TF's summary writer stores the value with
+    `Tensor::AsProtoTensorContent` (dtype DT_FLOAT, an empty tensor_shape, four bytes of
+    tensor_content) and the scalars plugin's metadata (`create_summary_metadata`, as
+    tf.summary.scalar builds it) on every event. TensorFlow itself (~600 MB) is not a
+    test dependency, so the events are built with TensorBoard's protobufs and written by
+    TensorBoard's `EventFileWriter`."""
+    from tensorboard.compat.proto import event_pb2, tensor_pb2
+    from tensorboard.plugins.scalar import metadata as scalar_metadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    plugin = scalar_metadata.create_summary_metadata(display_name=None, description="")
+    writer = EventFileWriter(str(folder))
+    for tag, series in points.items():
+        for step, value in series:
+            tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=np.float32(value).tobytes())
+            tensor.tensor_shape.SetInParent()
+            event = event_pb2.Event(wall_time=1.7e9 + step, step=step)
+            event.summary.value.add(tag=tag, tensor=tensor, metadata=plugin)
+            writer.add_event(event)
+    writer.close()
+
+
+def test_tf2_tensor_scalars(tmp_path: Path) -> None:
+    write_tf2_scalars(
+        tmp_path / "train",
+        {"epoch_loss": [(0, 1.5), (1, 0.75), (2, math.nan)], "epoch_learning_rate": [(0, 0.01)]},
+    )
+    run = read_log(tmp_path)
+    assert_well_formed(run)
+    loss = run.metrics["train/loss"]
+    assert loss.steps.tolist() == [0, 1, 2]
+    assert loss.values[:2].tolist() == [1.5, 0.75] and math.isnan(loss.values[2])
+    assert run.metrics["lr"].values.tolist() == [float(np.float32(0.01))]
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
