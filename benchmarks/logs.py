@@ -11,11 +11,14 @@ the epoch, and an eval loss every `EVAL_EVERY` steps. The same curves are writte
 - `tensorboard`: an event file written by tensorboardX's `SummaryWriter` (PyTorch-style
   `simple_value` scalars: loss, lr, grad_norm every step, eval_loss every `EVAL_EVERY`);
 - `tensorboard-merged`: the same scalars as TF1 merged summaries, one event per step
-  holding all three values (tensorboardX's `FileWriter.add_summary` of a merged `Summary`);
+  holding all three values (as tensorboardX's `FileWriter.add_summary` of a merged
+  `Summary` writes them);
 - `tensorboard-tf2`: the same scalars as TF2's `tf.summary.scalar` writes them (one event
   per value, a rank-0 float tensor in `tensor_content` with the scalars plugin's metadata on
-  every event), built with TensorBoard's protobufs and written by its `EventFileWriter`
-  (TensorFlow itself is not installed here).
+  every event), built with TensorBoard's protobufs (TensorFlow is not installed here).
+
+The last two are framed in bulk rather than by the writers (whose pure-Python CRCs take
+~10 minutes here); `check_tensorboard_layout` asserts the bytes equal the writers' output.
 
 Generated files are cached under `$TRAINSPOTTER_BENCH_CACHE` (default
 `$TMPDIR/trainspotter-bench-cache`): a million TensorBoard events take a few minutes to
@@ -179,9 +182,48 @@ def write_tensorboard(folder: Path, c: dict[str, FloatArray]) -> Path:
     return found
 
 
-def write_tensorboard_layout(folder: Path, c: dict[str, FloatArray], layout: str) -> Path:
-    """An event file with the curves `c` in `layout` (module docstring); returns its path."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _masked_crc32c_rows(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
+    """TFRecord's masked CRC32C of each row of equal-length byte rows, byte by byte for all
+    rows at once (the writers compute it in pure Python, one record at a time)."""
+    from trainspotter.readers._tfrecord import _CRC32C_TABLE
+
+    table = np.array(_CRC32C_TABLE, dtype=np.uint32)
+    crc = np.full(rows.shape[0], 0xFFFFFFFF, dtype=np.uint32)
+    for column in range(rows.shape[1]):
+        crc = table[(crc ^ rows[:, column]) & 0xFF] ^ (crc >> np.uint32(8))
+    crc ^= np.uint32(0xFFFFFFFF)
+    with np.errstate(over="ignore"):
+        masked: npt.NDArray[np.uint32] = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + (
+            np.uint32(0xA282EAD8)
+        )
+    return masked
+
+
+def tfrecords(payloads: list[bytes]) -> bytes:
+    """The TFRecord framing the writers put around each payload (length, masked CRC32C of
+    the length, payload, masked CRC32C of the payload), byte for byte, computed in bulk."""
+    sizes = np.array([len(p) for p in payloads], dtype=np.int64)
+    heads: list[bytes] = [b""] * len(payloads)
+    tails: list[bytes] = [b""] * len(payloads)
+    for size in np.unique(sizes).tolist():
+        which = np.flatnonzero(sizes == size)
+        body = np.frombuffer(b"".join(payloads[i] for i in which), dtype=np.uint8)
+        body_crc = _masked_crc32c_rows(body.reshape(len(which), size))
+        length = np.frombuffer(int(size).to_bytes(8, "little"), dtype=np.uint8)
+        length_crc = _masked_crc32c_rows(length.reshape(1, 8))[0]
+        head = length.tobytes() + length_crc.astype("<u4").tobytes()
+        for row, crc in zip(which.tolist(), body_crc.astype("<u4").tolist(), strict=True):
+            heads[row] = head
+            tails[row] = int(crc).to_bytes(4, "little")
+    return b"".join(h + p + t for h, p, t in zip(heads, payloads, tails, strict=True))
+
+
+def tensorboard_layout_events(c: dict[str, FloatArray], layout: str) -> list[bytes]:
+    """The serialized events of `layout` (module docstring) for the curves `c`, the file
+    version event first, exactly as the writers serialize them."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2
+    from tensorboard.plugins.scalar import metadata as scalar_metadata
+
     steps = c["step"].astype(np.int64).tolist()
     series = [
         ("train/loss", c["loss"].tolist()),
@@ -190,45 +232,89 @@ def write_tensorboard_layout(folder: Path, c: dict[str, FloatArray], layout: str
     ]
     evals = c["eval_loss"].tolist()
     base = 1.7e9
-    if layout == "tensorboard-merged":
-        from tensorboardX import SummaryWriter
-        from tensorboardX.proto.summary_pb2 import Summary
+    out = [event_pb2.Event(wall_time=base, file_version="brain.Event:2").SerializeToString()]
+    # What TF's summary writer emits for tf.summary.scalar: AsProtoTensorContent (dtype, an
+    # empty shape, 4 bytes of content) and the plugin's metadata on every event.
+    plugin = scalar_metadata.create_summary_metadata(display_name=None, description="")
 
-        writer = SummaryWriter(str(folder), flush_secs=3600, max_queue=100_000)
-        for i, step in enumerate(steps):
-            merged = Summary(
-                value=[Summary.Value(tag=tag, simple_value=values[i]) for tag, values in series]
-            )
-            writer.file_writer.add_summary(merged, step, walltime=base + i * 0.25)
-            if not math.isnan(evals[i]):
-                writer.add_scalar("eval/loss", evals[i], step, walltime=base + i * 0.25)
-        writer.close()
-    else:
-        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2
-        from tensorboard.plugins.scalar import metadata as scalar_metadata
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    def value(tag: str, number: float) -> summary_pb2.Summary.Value:
+        if layout == "tensorboard-merged":
+            return summary_pb2.Summary.Value(tag=tag, simple_value=number)
+        tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=np.float32(number).tobytes())
+        tensor.tensor_shape.SetInParent()
+        return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=plugin)
 
-        # What TF's summary writer emits for tf.summary.scalar: AsProtoTensorContent
-        # (dtype, an empty shape, 4 bytes of content) and the plugin's metadata each time.
-        plugin = scalar_metadata.create_summary_metadata(display_name=None, description="")
-        writer = EventFileWriter(str(folder), max_queue_size=100_000, flush_secs=3600)
+    def event(step: int, wall: float, values: list[summary_pb2.Summary.Value]) -> bytes:
+        made = event_pb2.Event(wall_time=wall, step=step)
+        made.summary.value.extend(values)
+        return bytes(made.SerializeToString())
 
-        def emit(tag: str, value: float, step: int, wall: float) -> None:
-            tensor = tensor_pb2.TensorProto(dtype=1, tensor_content=np.float32(value).tobytes())
-            tensor.tensor_shape.SetInParent()
-            event = event_pb2.Event(wall_time=wall, step=step)
-            event.summary.value.add(tag=tag, tensor=tensor, metadata=plugin)
-            writer.add_event(event)
+    for i, step in enumerate(steps):
+        wall = base + i * 0.25
+        values = [value(tag, numbers[i]) for tag, numbers in series]
+        if layout == "tensorboard-merged":
+            out.append(event(step, wall, values))
+        else:
+            out.extend(event(step, wall, [v]) for v in values)
+        if not math.isnan(evals[i]):
+            out.append(event(step, wall, [value("eval/loss", evals[i])]))
+    return out
 
-        for i, step in enumerate(steps):
-            for tag, values in series:
-                emit(tag, values[i], step, base + i * 0.25)
-            if not math.isnan(evals[i]):
-                emit("eval/loss", evals[i], step, base + i * 0.25)
-        writer.close()
-        del summary_pb2
-    (found,) = folder.glob("events.out.tfevents*")
-    return found
+
+def write_tensorboard_layout(folder: Path, c: dict[str, FloatArray], layout: str) -> Path:
+    """An event file with the curves `c` in `layout` (module docstring); returns its path.
+    The writers (tensorboardX's FileWriter, TensorBoard's EventFileWriter) compute the
+    record CRCs in pure Python, ~10 minutes for these files: the same bytes are framed
+    here in bulk (`check_tensorboard_layout` compares them with the writers' output)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "events.out.tfevents.1700000000.bench"
+    path.write_bytes(tfrecords(tensorboard_layout_events(c, layout)))
+    return path
+
+
+def check_tensorboard_layout(layout: str, steps: int = 300) -> None:
+    """Assert that `write_tensorboard_layout` writes what the real writer writes (every
+    record after the file-version event, whose wall time is the writer's clock)."""
+    import tempfile as tmp
+
+    c = curves(steps)
+    events = tensorboard_layout_events(c, layout)
+    with tmp.TemporaryDirectory() as folder:
+        if layout == "tensorboard-merged":
+            from tensorboardX import SummaryWriter
+            from tensorboardX.proto.summary_pb2 import Summary
+
+            writer = SummaryWriter(folder)
+            for payload in events[1:]:
+                parsed = Summary.FromString(_summary_bytes(payload))
+                wall, step = _wall_and_step(payload)
+                writer.file_writer.add_summary(parsed, step, walltime=wall)
+            writer.close()
+        else:
+            from tensorboard.compat.proto import event_pb2
+            from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+            writer = EventFileWriter(folder)
+            for payload in events[1:]:
+                writer.add_event(event_pb2.Event.FromString(payload))
+            writer.close()
+        (written,) = Path(folder).glob("events.out.tfevents*")
+        data = written.read_bytes()
+    first = 16 + int.from_bytes(data[:8], "little")
+    assert data[first:] == tfrecords(events[1:]), layout
+
+
+def _summary_bytes(payload: bytes) -> bytes:
+    from tensorboard.compat.proto import event_pb2
+
+    return bytes(event_pb2.Event.FromString(payload).summary.SerializeToString())
+
+
+def _wall_and_step(payload: bytes) -> tuple[float, int]:
+    from tensorboard.compat.proto import event_pb2
+
+    event = event_pb2.Event.FromString(payload)
+    return float(event.wall_time), int(event.step)
 
 
 def log_path(fmt: str, steps: int) -> Path:

@@ -45,7 +45,14 @@ from trainspotter.readers._files import (
 )
 from trainspotter.readers._folder_log import FolderLogReader
 from trainspotter.readers._records import RecordTableBuilder
-from trainspotter.readers._tabular import RunBuilder, StepChoice, canonical_name, table_to_run
+from trainspotter.readers._tabular import (
+    RunBuilder,
+    StepChoice,
+    Table,
+    canonical_name,
+    table_to_run,
+)
+from trainspotter.readers._trainer_state_fast import history_table, parse_state
 from trainspotter.readers.base import Growth, ReadOptions, Tail
 from trainspotter.readers.jsonl import parse_json
 
@@ -55,6 +62,7 @@ EVAL_PREFIX = "eval_"
 STEP_KEY = "step"
 EPOCH_KEY = "epoch"
 SUMMARY_MARKER = "train_runtime"
+_SUMMARY_KEYS = (SUMMARY_MARKER, "total_flos", "loss")  # as is_summary_entry reads them
 
 SCORE_LOG_HISTORY = 95
 # Above a JSON-lines sniff (70): a minified trainer_state.json is one object on one line.
@@ -181,6 +189,10 @@ class HfTrainerStateReader(FolderLogReader):
 
         entries = [entry for entry in history if isinstance(entry, dict)]
         skipped_entries = len(history) - len(entries)
+        fast = history_table(entries, STEP_KEY, EPOCH_KEY, EVAL_PREFIX, _SUMMARY_KEYS)
+        if fast is not None and not skipped_entries:
+            table, summary_rows = fast
+            return self._finish(table, [entries[i] for i in summary_rows], 0, builder, options)
         summaries: list[dict[str, Any]] = []
         rows: list[tuple[int, bool, dict[str, Any]]] = []  # (step, is_eval, entry), file order
         for entry in entries:
@@ -200,6 +212,24 @@ class HfTrainerStateReader(FolderLogReader):
             if is_eval and step in train_steps:
                 row.pop(EPOCH_KEY, None)
             records.add(row)
+        return self._finish(
+            records.table(display) if records.row_count else None,
+            summaries,
+            skipped_entries,
+            builder,
+            options,
+        )
+
+    def _finish(
+        self,
+        table: Table | None,
+        summaries: list[dict[str, Any]],
+        skipped_entries: int,
+        builder: RunBuilder,
+        options: ReadOptions,
+    ) -> Run:
+        """The Run from the log_history's table (None or empty: no curve), its summary
+        entries and the count of entries skipped."""
 
         if skipped_entries:
             builder.meta["skipped_entries"] = skipped_entries
@@ -211,7 +241,7 @@ class HfTrainerStateReader(FolderLogReader):
                     f"log_history holds {len(summaries)} run summaries (a resumed run); "
                     "the last is kept as the summary"
                 )
-        if records.row_count == 0:
+        if table is None or table.row_count == 0:
             facts = builder.meta["trainer_state"]
             context = ", ".join(
                 f"{key} {facts[key]}" for key in ("logging_steps", "global_step") if key in facts
@@ -224,7 +254,7 @@ class HfTrainerStateReader(FolderLogReader):
             builder.meta["step_column"] = STEP_KEY
             return builder.build()
         return table_to_run(
-            records.table(display),
+            table,
             builder,
             name_for=lambda raw: canonical_name(raw, options.aliases, hf_spelling),
             step=StepChoice(STEP_KEY),
@@ -238,7 +268,7 @@ class HfTrainerStateReader(FolderLogReader):
     def state_from_text(self, text: str, display: str) -> dict[str, Any]:
         """`load` for text already read."""
         try:
-            state = parse_json(text)
+            state = parse_state(text, parse_json, STEP_KEY, (SUMMARY_MARKER, "total_flos"))
         except ValueError as exc:
             if hasattr(exc, "lineno") and hasattr(exc, "colno") and hasattr(exc, "msg"):
                 raise InputError(
