@@ -21,6 +21,12 @@ Per format:
 - TensorBoard event files (append-only; `tensorboard_events.TensorBoardTail`): one
   `EventFileScanner` per file continues from its byte offset, whole records only; new
   event files in a run folder are picked up.
+- Printed training output (append-only; `stdout.StdoutTail`): the complete new lines go
+  to the reader's `StdoutLines`, which keeps its step counters between polls. A progress
+  bar rewritten with `\r` is read when its line ends (with `\n`).
+- MLflow file stores (append-only metric files; `mlflow.MlflowTail`): the run is found as
+  `read` finds it, each poll; one `TextFollower` and `MetricFile` per metric file, new
+  metric files (a metric logged for the first time) are picked up.
 - `trainer_state.json` (rewritten whole on every save; `hf.HfTail`): re-read only when its
   size, mtime or inode changed; a file that does not parse (half-written) is kept waiting
   for the next poll and the last good state stays. The new `log_history` entries (those
@@ -40,6 +46,7 @@ import os
 from pathlib import Path
 
 from trainspotter.errors import InputError
+from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, not_utf8
 from trainspotter.readers.base import Reader
 
 FINGERPRINT_BYTES = 64
@@ -107,6 +114,38 @@ class Follower:
                 self._fingerprint = handle.read(FINGERPRINT_BYTES)
 
 
+class TextFollower:
+    """A growing text log read as `read_text_lines` reads it (split on "\n" only, the
+    BOM, binary and UTF-8 checks with their one-line errors), complete lines only until
+    the final poll."""
+
+    def __init__(self, path: Path, display: str) -> None:
+        self.follower = Follower(path)
+        self.display = display
+
+    def read_lines(self, final: bool = False) -> tuple[list[str], bool]:
+        """The new complete lines (all of the rest when `final`), and whether the file was
+        replaced (then they start again from its first line)."""
+        follower = self.follower
+        data, replaced = follower.read()
+        end = len(data) if final else data.rfind(b"\n") + 1
+        if end == 0:
+            follower.keep(data, 0)
+            return [], replaced
+        chunk = data[:end]
+        if follower.consumed < BINARY_PROBE_BYTES:
+            check_text_bytes(chunk[: BINARY_PROBE_BYTES - follower.consumed], self.display)
+        try:
+            text = chunk.decode("utf-8-sig" if follower.consumed == 0 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8(chunk, exc, self.display, follower.consumed) from None
+        follower.keep(data, end)
+        lines = text.split("\n")
+        if not lines[-1]:
+            lines.pop()
+        return lines, replaced
+
+
 def file_to_follow(reader: Reader, target: Path, display: str) -> Path:
     """The file a one-file format follows: `target`, or the file `find_in_folder` picks
     when `target` is a folder."""
@@ -118,4 +157,4 @@ def file_to_follow(reader: Reader, target: Path, display: str) -> Path:
     return found
 
 
-__all__ = ["FINGERPRINT_BYTES", "Follower", "file_to_follow"]
+__all__ = ["FINGERPRINT_BYTES", "Follower", "TextFollower", "file_to_follow"]

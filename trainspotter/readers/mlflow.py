@@ -48,7 +48,8 @@ from trainspotter.readers._tabular import (
     canonical_name,
     list_names,
 )
-from trainspotter.readers.base import Reader, ReadOptions
+from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.incremental import TextFollower
 
 META_FILE = "meta.yaml"
 METRICS_FOLDER = "metrics"
@@ -243,16 +244,17 @@ def _metric_name(file: Path) -> str:
 
 
 def build_run(
-    files: list[tuple[str, Path]], builder: RunBuilder, display: str, options: ReadOptions
+    metrics: list[tuple[str, MetricFile | InputError]],
+    builder: RunBuilder,
+    options: ReadOptions,
 ) -> Run:
+    """The Run from a run's metric files, read (or the error that stopped one)."""
     skipped: dict[str, int] = {}
     backwards = 0
-    for name, file in files:
-        try:
-            metric = read_metric_file(file, display)
-        except InputError as exc:
+    for name, metric in metrics:
+        if isinstance(metric, InputError):
             skipped[name] = 1
-            builder.note(f"metric {name!r} not read: {exc.problem}")
+            builder.note(f"metric {name!r} not read: {metric.problem}")
             continue
         backwards += metric.backwards
         if metric.skipped:
@@ -277,9 +279,16 @@ def build_run(
             f"{backwards} metric line(s) carry an older timestamp than the line before "
             "(values appended out of order): file order decides, the last write wins"
         )
-    if not files:
+    if not metrics:
         builder.note("the run's metrics/ folder is empty: nothing was logged")
     return builder.build()
+
+
+def _read_metric(path: Path, display: str) -> MetricFile | InputError:
+    try:
+        return read_metric_file(path, display)
+    except InputError as exc:
+        return exc
 
 
 class MlflowReader(Reader):
@@ -287,6 +296,7 @@ class MlflowReader(Reader):
 
     name = "mlflow"
     description = "MLflow file store: mlruns/, an experiment or run folder, or a metric file"
+    follows_folder = True  # a run gains metric files as new metrics are logged
 
     def sniff(self, path: Path, head: str) -> int:
         lines = [line.strip() for line in head.split("\n")[:SNIFF_LINES] if line.strip()]
@@ -303,11 +313,19 @@ class MlflowReader(Reader):
 
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = options.display_for(path)
+        builder, files = self.resolve(path, display, options)
+        metrics = [(name, _read_metric(file, display)) for name, file in files]
+        return build_run(metrics, builder, options)
+
+    def resolve(
+        self, path: Path, display: str, options: ReadOptions
+    ) -> tuple[RunBuilder, list[tuple[str, Path]]]:
+        """The run `path` names (notes and meta in a builder) and its metric files."""
         builder = RunBuilder(self.name, display)
         if path.is_file():
             name = _metric_name(path)
             builder.meta["metric_file"] = name
-            return build_run([(name, path)], builder, display, options)
+            return builder, [(name, path)]
         if is_run_folder(path):
             chosen = _run_entry(path, _meta(path.parent).get("name") or path.parent.name)
             if chosen is None:
@@ -326,7 +344,86 @@ class MlflowReader(Reader):
         builder.meta.update(
             run_id=chosen.run_id, run_name=chosen.run_name, experiment=str(chosen.experiment)
         )
-        return build_run(_metric_files(chosen.path / METRICS_FOLDER), builder, display, options)
+        return builder, _metric_files(chosen.path / METRICS_FOLDER)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        return MlflowTail(self, target, display, options)
+
+
+class _FollowedMetric:
+    def __init__(self, path: Path, display: str) -> None:
+        self.text = TextFollower(path, display)
+        self.metric = MetricFile()
+        self.error: InputError | None = None
+
+
+class MlflowTail:
+    """An MLflow run being logged to: its metric files grow and new ones appear (see
+    `readers/incremental.py`)."""
+
+    def __init__(
+        self, reader: MlflowReader, target: Path, display: str, options: ReadOptions
+    ) -> None:
+        self.reader = reader
+        self.target = target
+        self.display = display
+        self.options = options
+        self._builder: RunBuilder | None = None
+        self._metrics: dict[Path, tuple[str, _FollowedMetric]] = {}
+        self.points = 0
+
+    def poll(self, final: bool = False) -> Growth:
+        growth = Growth()
+        try:
+            builder, files = self.reader.resolve(self.target, self.display, self.options)
+        except InputError:
+            if final and self._builder is None:
+                raise
+            return growth  # no run yet (or not yet chosen): wait
+        if self._builder is not None and builder.meta != self._builder.meta:
+            self._metrics = {}  # another run is read now
+            growth.restarted = True
+        self._builder = builder
+        for name, path in files:
+            known = self._metrics.get(path)
+            if known is None:
+                known = self._metrics[path] = (name, _FollowedMetric(path, self.display))
+            followed = known[1]
+            try:
+                lines, replaced = followed.text.read_lines(final)
+            except InputError as exc:
+                followed.error = exc
+                continue
+            if replaced:
+                followed.metric = MetricFile()
+                growth.restarted = True
+            before = len(followed.metric.values)
+            followed.metric.add(lines)
+            added = len(followed.metric.values) - before
+            if added:
+                growth.points += added
+                fresh = np.frombuffer(followed.metric.values, dtype=np.float64)[before:].copy()
+                growth.fresh[canonical_name(name, self.options.aliases)] = fresh
+                growth.last_step = int(followed.metric.steps[-1])
+        self.points = sum(len(f.metric.values) for _, f in self._metrics.values())
+        return growth
+
+    def run(self) -> Run | None:
+        if self._builder is None:
+            return None
+        builder, files = self.reader.resolve(self.target, self.display, self.options)
+        metrics: list[tuple[str, MetricFile | InputError]] = []
+        for name, path in files:
+            known = self._metrics.get(path)
+            if known is None:
+                continue  # appeared since the last poll: read at the next one
+            followed = known[1]
+            follower = followed.text.follower
+            if followed.error is None and not follower.consumed and not follower.buffer:
+                metrics.append((name, InputError(self.display, "file is empty")))  # as read
+            else:
+                metrics.append((name, followed.error or followed.metric))
+        return build_run(metrics, builder, self.options)
 
 
 READER = MlflowReader()

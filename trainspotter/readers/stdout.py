@@ -68,8 +68,9 @@ from trainspotter.readers._tabular import (
     canonical_name,
     list_names,
 )
-from trainspotter.readers.base import Reader, ReadOptions
+from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.hf import hf_spelling, is_summary_entry
+from trainspotter.readers.incremental import TextFollower, file_to_follow
 
 SCORE = 60
 """Above the generic CSV sniff (30: a nanoGPT line has commas) and a non-JSON `{` document
@@ -299,7 +300,8 @@ class StdoutLines:
         self.step_source: dict[str, int] = {}
         self._epoch_header: tuple[int, int] | None = None
         self._counted = -1
-        self._last_step = 0
+        self.last_step = 0
+        """The step of the last progress line."""
 
     def add(self, lines: Iterable[str]) -> None:
         """Parse the next physical lines (without line endings) of the log, in order."""
@@ -366,12 +368,12 @@ class StdoutLines:
             source = "counted"
             names = [key for key in progress.values if key.lower() not in EPOCH_KEYS]
             if self.records > 1 and all(is_eval(_spelling(key, None)) for key in names):
-                step = self._last_step  # evaluation results belong to the step just logged
+                step = self.last_step  # evaluation results belong to the step just logged
             else:
                 self._counted += 1
                 step = self._counted
         self.step_source[source] = self.step_source.get(source, 0) + 1
-        self._last_step = step
+        self.last_step = step
         return step
 
     def run(self, source_format: str, display: str, options: ReadOptions) -> Run:
@@ -480,6 +482,46 @@ class StdoutReader(Reader):
         for pieces in read_text_lines(path, display):
             lines.add(pieces)  # "\r" is split per segment
         return lines.run(self.name, display, options)
+
+    def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
+        return StdoutTail(self.name, file_to_follow(self, target, display), display, options)
+
+
+class StdoutTail:
+    """A training log still being printed to (see `readers/incremental.py`)."""
+
+    def __init__(self, source_format: str, file: Path, display: str, options: ReadOptions) -> None:
+        self.source_format = source_format
+        self.display = display
+        self.options = options
+        self._text = TextFollower(file, display)
+        self._lines = StdoutLines()
+        self.points = 0
+
+    def poll(self, final: bool = False) -> Growth:
+        new, replaced = self._text.read_lines(final)
+        growth = Growth(restarted=replaced)
+        if replaced:
+            self._lines = StdoutLines()
+        lines = self._lines
+        marks = {name: len(metric.values) for name, metric in lines.metrics.items()}
+        records = lines.records
+        lines.add(new)
+        growth.points = lines.records - records
+        self.points = lines.records
+        if growth.points:
+            growth.last_step = lines.last_step
+        for raw, metric in lines.metrics.items():
+            start = marks.get(raw, 0)
+            if len(metric.values) > start:
+                name = canonical_name(raw, self.options.aliases)
+                growth.fresh[name] = np.frombuffer(metric.values, dtype=np.float64)[start:].copy()
+        return growth
+
+    def run(self) -> Run | None:
+        if self._lines.line_count == 0:
+            return None
+        return self._lines.run(self.source_format, self.display, self.options)
 
 
 READER = StdoutReader()
