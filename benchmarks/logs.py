@@ -16,8 +16,11 @@ the epoch, and an eval loss every `EVAL_EVERY` steps. The same curves are writte
 - `tensorboard-tf2`: the same scalars as TF2's `tf.summary.scalar` writes them (one event
   per value, a rank-0 float tensor in `tensor_content` with the scalars plugin's metadata on
   every event), built with TensorBoard's protobufs (TensorFlow is not installed here).
+- `stdout`: the output nanoGPT's `train.py` prints, one `iter N: loss X, time Yms, mfu
+  Z%` line per step and a `step N: train loss X, val loss Y` line per evaluation (the
+  line formats of tests/data/stdout/nanogpt.log, which a real run printed).
 
-The last two are framed in bulk rather than by the writers (whose pure-Python CRCs take
+The TensorBoard layouts are framed in bulk rather than by the writers (whose pure-Python CRCs take
 ~10 minutes here); `check_tensorboard_layout` asserts the bytes equal the writers' output.
 
 Generated files are cached under `$TRAINSPOTTER_BENCH_CACHE` (default
@@ -38,6 +41,8 @@ import numpy.typing as npt
 
 FORMATS = ("csv", "jsonl", "hf", "tensorboard")
 TB_LAYOUTS = ("tensorboard", "tensorboard-merged", "tensorboard-tf2")
+MORE_FORMATS = ("tensorboard-merged", "tensorboard-tf2", "stdout")
+"""Formats measured by `analyze` only (no watch case)."""
 EVAL_EVERY = 500
 CSV_HEADER = "step,epoch,loss,lr,grad_norm,step_time,eval_loss\n"
 FloatArray = npt.NDArray[np.float64]
@@ -108,6 +113,18 @@ def jsonl_rows(c: dict[str, FloatArray]) -> str:
         lines.append(json.dumps(record))
         if not math.isnan(evals[i]):
             lines.append(json.dumps({"step": step, "eval_loss": round(evals[i], 6)}))
+    return "\n".join(lines) + "\n"
+
+
+def printed_lines(c: dict[str, FloatArray]) -> str:
+    """nanoGPT's printed progress for the curves `c` (see the module docstring)."""
+    lines: list[str] = []
+    steps = c["step"].astype(np.int64).tolist()
+    loss, times, evals = c["loss"].tolist(), (c["step_time"] * 1000).tolist(), c["eval_loss"]
+    for i, step in enumerate(steps):
+        if not math.isnan(evals[i]):
+            lines.append(f"step {step}: train loss {loss[i]:.4f}, val loss {evals[i]:.4f}")
+        lines.append(f"iter {step}: loss {loss[i]:.4f}, time {times[i]:.2f}ms, mfu 3.21%")
     return "\n".join(lines) + "\n"
 
 
@@ -333,6 +350,7 @@ def log_path(fmt: str, steps: int) -> Path:
         (folder / "complete").touch()
         return path
     names = {"csv": "log.csv", "jsonl": "log.jsonl", "hf": "trainer_state.json"}
+    names["stdout"] = "train.log"
     path = folder / names[fmt]
     if path.exists():
         return path
@@ -342,6 +360,8 @@ def log_path(fmt: str, steps: int) -> Path:
         text = CSV_HEADER + csv_rows(c)
     elif fmt == "jsonl":
         text = jsonl_rows(c)
+    elif fmt == "stdout":
+        text = printed_lines(c)
     else:
         text = hf_state(c)
     partial = path.with_suffix(".partial")

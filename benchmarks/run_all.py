@@ -8,8 +8,9 @@ system) are printed beside the wall time because they vary less under contention
 
 Cases (logs from `benchmarks/logs.py`, cached between runs):
 
-1. `trainspotter analyze LOG` for CSV, JSONL, trainer_state.json and TensorBoard logs of
-   10k, 100k and 1M steps;
+1. `trainspotter analyze LOG` for CSV, JSONL, trainer_state.json, TensorBoard (each
+   layout: one `simple_value` per event, TF1 merged summaries, TF2 tensor scalars) and
+   printed (stdout) logs of 10k, 100k and 1M steps;
 2. where the time of the 1M-step CSV analysis goes: reading, then each detector;
 3. TensorBoard at 1M steps: tbparse (the first reader) against the direct TFRecord reader;
    JSON Lines at 1M lines: json against orjson;
@@ -244,10 +245,10 @@ def python() -> list[str]:
 
 def case_analyze(sizes: Sequence[int], times: int) -> list[dict[str, object]]:
     rows = []
-    for fmt in logs.FORMATS:
+    for fmt in (*logs.FORMATS, *logs.MORE_FORMATS):
         for steps in sizes:
             path = logs.log_path(fmt, steps)
-            target = path.parent if fmt == "tensorboard" else path
+            target = path.parent if fmt in logs.TB_LAYOUTS else path
             command = [*python(), "-m", "trainspotter", "analyze", str(target)]
             result = repeat(times, lambda command=command: run_child(command))
             rows.append(

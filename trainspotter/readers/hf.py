@@ -24,8 +24,10 @@ A folder is accepted when it holds `trainer_state.json` (the final state written
 `Trainer.save_state()`) or `checkpoint-N/trainer_state.json` folders: then the highest N is
 read, with a note. The weights, `training_args.bin` and `config.json` are not read.
 
-Python's json module parses the file: it is the format's reference parser (the Trainer
-writes with it) and accepts the non-standard NaN tokens.
+Python's json module is the format's reference parser (the Trainer writes with it, NaN
+tokens included); a large file is read faster by `_trainer_state_fast.py` (orjson, and
+`log_history` turned into columns), which falls back to json and to the entry loop below
+whenever its result could differ.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ active run is read (with a note); with several, `--run` picks one by run name or
 (or a unique id prefix), and without it the error lists the runs. Runs in the trash
 (`lifecycle_stage: deleted`, `.trash/`) are not offered. `meta.yaml` is read with PyYAML
 (already a dependency); params and tags are not read, except the run name tag
-`mlflow.runName` when `meta.yaml` has no `run_name`.
+`mlflow.runName` when `meta.yaml` has no `run_name`. `watch` follows a run as it is
+logged to (`MlflowTail`): each metric file's new lines, and new metric files.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ What is printed is what is read: Keras' `verbose=1` bar shows the running mean o
 epoch so far (it restarts each epoch), a tqdm postfix the value at the last refresh.
 
 The file is read in pieces (`read_text_lines`) and each metric kept in compact typed
-arrays, so memory follows the number of values, not the size of the text.
+arrays, so memory follows the number of values, not the size of the text. `watch` follows
+a log still being printed to (`StdoutTail`): each poll parses only the new complete lines.
 """
 
 from __future__ import annotations

@@ -18,11 +18,14 @@ become `train/<name>` and `validation/<name>` (so `epoch_loss` in `validation/` 
 `validation/loss`, normalised to `eval/loss`).
 
 How: the TFRecord framing is read directly (uint64 length, masked CRC32C of the length,
-payload, masked CRC32C of the payload) and each payload is parsed with TensorBoard's own
-protobuf class (`tensorboard.compat.proto.event_pb2.Event`, upb-backed), except that the
-common record, a one-value `simple_value` event, is decoded for a whole buffer at once with
-numpy (see `EventFileScanner`). Measured on a million steps x 3 tags (benchmarks/README.md):
-2.5 s and 328 MB, against 65 s and 995 MB for tbparse (which the first version used: it
+payload, masked CRC32C of the payload) and the scalar events of every layout the writers
+use (one `simple_value` per event as PyTorch and tensorboardX write it, several values per
+event as TF1 merged summaries do, TF2 `tf.summary.scalar` tensors with their metadata) are
+decoded for a whole buffer at once with numpy from the protobuf wire format
+(`_event_wire.py`); every other record is parsed with TensorBoard's own protobuf class
+(`tensorboard.compat.proto.event_pb2.Event`, upb-backed), and property tests check the two
+paths agree. Measured on a million steps x 3 tags (benchmarks/README.md): see the table
+there per layout, against 65 s and 995 MB for tbparse (which the first version used: it
 builds pandas frames through TensorBoard's `EventAccumulator`) and ~10 s for `event_pb2`
 alone (reading each field through the protobuf wrappers is the cost, not the parse). The length
 CRC of every record is checked (cheaply: record lengths repeat, so the CRC of each distinct
