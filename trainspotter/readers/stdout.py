@@ -63,15 +63,16 @@ from trainspotter.model import Run
 from trainspotter.names import GRAD_NORM, LR, is_eval, is_loss_like
 from trainspotter.readers._files import first_line, read_text_lines
 from trainspotter.readers._records import json_cell
+from trainspotter.readers._stdout_tail import StdoutTail
 from trainspotter.readers._tabular import (
     Column,
     RunBuilder,
     canonical_name,
     list_names,
 )
-from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.base import Reader, ReadOptions, Tail
 from trainspotter.readers.hf import hf_spelling, is_summary_entry
-from trainspotter.readers.incremental import TextFollower, file_to_follow
+from trainspotter.readers.incremental import file_to_follow
 
 SCORE = 60
 """Above the generic CSV sniff (30: a nanoGPT line has commas) and a non-JSON `{` document
@@ -485,44 +486,8 @@ class StdoutReader(Reader):
         return lines.run(self.name, display, options)
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
-        return StdoutTail(self.name, file_to_follow(self, target, display), display, options)
-
-
-class StdoutTail:
-    """A training log still being printed to (see `readers/incremental.py`)."""
-
-    def __init__(self, source_format: str, file: Path, display: str, options: ReadOptions) -> None:
-        self.source_format = source_format
-        self.display = display
-        self.options = options
-        self._text = TextFollower(file, display)
-        self._lines = StdoutLines()
-        self.points = 0
-
-    def poll(self, final: bool = False) -> Growth:
-        new, replaced = self._text.read_lines(final)
-        growth = Growth(restarted=replaced)
-        if replaced:
-            self._lines = StdoutLines()
-        lines = self._lines
-        marks = {name: len(metric.values) for name, metric in lines.metrics.items()}
-        records = lines.records
-        lines.add(new)
-        growth.points = lines.records - records
-        self.points = lines.records
-        if growth.points:
-            growth.last_step = lines.last_step
-        for raw, metric in lines.metrics.items():
-            start = marks.get(raw, 0)
-            if len(metric.values) > start:
-                name = canonical_name(raw, self.options.aliases)
-                growth.fresh[name] = np.frombuffer(metric.values, dtype=np.float64)[start:].copy()
-        return growth
-
-    def run(self) -> Run | None:
-        if self._lines.line_count == 0:
-            return None
-        return self._lines.run(self.source_format, self.display, self.options)
+        file = file_to_follow(self, target, display)
+        return StdoutTail(StdoutLines, self.name, file, display, options)
 
 
 READER = StdoutReader()

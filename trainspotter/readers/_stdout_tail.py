@@ -1,0 +1,87 @@
+"""Following printed training output as it grows (`trainspotter watch`): the tail of
+`readers/stdout.py`, kept apart so that module stays one reader (see
+`readers/incremental.py` for how every format is followed)."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from trainspotter.model import Run
+from trainspotter.readers._tabular import canonical_name
+from trainspotter.readers.base import Growth, ReadOptions
+from trainspotter.readers.incremental import TextFollower
+
+
+class PrintedMetric(Protocol):
+    @property
+    def values(self) -> array[float]: ...
+
+
+class PrintedLines(Protocol):
+    """What the tail needs of `stdout.StdoutLines`."""
+
+    @property
+    def metrics(self) -> Mapping[str, PrintedMetric]: ...
+
+    @property
+    def records(self) -> int: ...
+
+    @property
+    def line_count(self) -> int: ...
+
+    @property
+    def last_step(self) -> int: ...
+
+    def add(self, lines: Iterable[str]) -> None: ...
+
+    def run(self, source_format: str, display: str, options: ReadOptions) -> Run: ...
+
+
+class StdoutTail:
+    """A training log still being printed to (see `readers/incremental.py`)."""
+
+    def __init__(
+        self,
+        make_lines: Callable[[], PrintedLines],
+        source_format: str,
+        file: Path,
+        display: str,
+        options: ReadOptions,
+    ) -> None:
+        self._make_lines = make_lines
+        self.source_format = source_format
+        self.display = display
+        self.options = options
+        self._text = TextFollower(file, display)
+        self._lines = make_lines()
+        self.points = 0
+
+    def poll(self, final: bool = False) -> Growth:
+        new, replaced = self._text.read_lines(final)
+        growth = Growth(restarted=replaced)
+        if replaced:
+            self._lines = self._make_lines()
+        lines = self._lines
+        marks = {name: len(metric.values) for name, metric in lines.metrics.items()}
+        records = lines.records
+        lines.add(new)
+        growth.points = lines.records - records
+        self.points = lines.records
+        if growth.points:
+            growth.last_step = lines.last_step
+        for raw, metric in lines.metrics.items():
+            start = marks.get(raw, 0)
+            if len(metric.values) > start:
+                name = canonical_name(raw, self.options.aliases)
+                growth.fresh[name] = np.frombuffer(metric.values, dtype=np.float64)[start:].copy()
+        return growth
+
+    def run(self) -> Run | None:
+        if self._lines.line_count == 0:
+            return None
+        return self._lines.run(self.source_format, self.display, self.options)
