@@ -22,7 +22,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test]'
+	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test,remote,dask]'
 	touch $@
 
 $(RUN_VENV)/bin/python:
@@ -127,7 +127,7 @@ screenshot: $(STAMP)
 # transformers, accelerate, lightning: about 1.2 GB) into .venv; a missing framework then
 # fails instead of skipping.
 test-integrations: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test,test-integrations]'
+	$(BIN)/python -m pip install --quiet -e '.[tensorboard,dev,mlflow-test,remote,dask,test-integrations]'
 	TRAINSPOTTER_REQUIRE_INTEGRATIONS=1 $(BIN)/python -m pytest -q tests/integrations
 
 bench: $(STAMP)

@@ -4,4 +4,7 @@ import sys
 
 from trainspotter.cli import main
 
-sys.exit(main())
+# Guarded: Dask's worker processes are spawned, and a spawned child imports the parent's
+# main module again (`python -m trainspotter gate --engine dask`).
+if __name__ == "__main__":
+    sys.exit(main())

@@ -20,25 +20,33 @@ handed out in chunks (about eight per worker) so a thousand small logs do not pa
 round-trip each; results come back in order (`Executor.map`), so the output does not
 depend on which worker finished first. With one job, or one target, nothing is forked.
 
+Past one machine, `dask_map` is `parallel_map` on a Dask cluster (an existing scheduler,
+or a LocalCluster started here); `analyze_targets(engine="dask")` sends each log as bytes
+to the pure per-log check `sweep.check_log_bytes`, so a worker needs no access to our
+disk. Dask does the scheduling; this module only submits chunks and gathers them in order.
+
 On a TTY (`progress` given) a progress bar is drawn on it once the work has taken longer
 than `PROGRESS_AFTER` seconds, and erased at the end. This module formats no report.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
+import logging
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from trainspotter.analysis import Analysis, analyze
 from trainspotter.config import Config
 from trainspotter.discover import LogTarget, expand_patterns
-from trainspotter.errors import InputError, TrainspotterError
+from trainspotter.errors import InputError, TrainspotterError, UsageError
 from trainspotter.model import Run
 from trainspotter.readers import read_runs
 from trainspotter.readers.base import ReadOptions
@@ -49,6 +57,12 @@ R = TypeVar("R")
 PROGRESS_AFTER = 0.5
 """Seconds of work before a progress bar appears (short work stays quiet)."""
 CHUNKS_PER_WORKER = 8
+DASK_CHUNK_MAX = 64
+"""Logs per Dask task at most (a task's round trip costs milliseconds; a chunk of small
+logs amortises it, and a bounded chunk keeps work spread over the workers)."""
+DASK_IN_FLIGHT = 4
+"""Chunks per worker thread submitted ahead of the one being gathered."""
+DASK_CONNECT_TIMEOUT = "10s"
 BAR_WIDTH = 30
 
 
@@ -151,6 +165,83 @@ def parallel_map(
         bar.close()
 
 
+def dask_map(
+    func: Callable[[T], R],
+    items: Iterable[T],
+    total: int,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: TextIO | None = None,
+    label: str = "",
+) -> list[R | TrainspotterError]:
+    """`parallel_map` on a Dask cluster: the one at `scheduler` (`tcp://host:port`), or
+    a LocalCluster of `workers` processes (default: every core) started and stopped here.
+    Items are sent in chunks, a bounded number in flight (the items, e.g. logs' bytes, are
+    made as they are sent), and the results come back in the items' order."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError(
+            "--engine dask needs the 'dask' extra: pip install 'trainspotter[dask]'"
+        ) from None
+    bar = _Progress(progress, total, label)
+    results: list[R | TrainspotterError] = []
+    with contextlib.ExitStack() as stack:
+        if scheduler is None:
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=workers or default_jobs(),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+        else:
+            try:
+                client = stack.enter_context(Client(scheduler, timeout=DASK_CONNECT_TIMEOUT))
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+        slots = max(1, sum(client.nthreads().values()))
+        chunk = max(1, min(DASK_CHUNK_MAX, total // (slots * CHUNKS_PER_WORKER)))
+        window: collections.deque[Any] = collections.deque()
+        batches = _chunks(items, chunk)
+        call = functools.partial(_guarded_chunk, func)
+        for batch in batches:
+            window.append(client.submit(call, batch, pure=False))
+            if len(window) >= slots * DASK_IN_FLIGHT:
+                _collect(window.popleft().result(), results, bar)
+        while window:
+            _collect(window.popleft().result(), results, bar)
+    bar.close()
+    return results
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _guarded_chunk(func: Callable[[T], R], items: list[T]) -> list[R | _Failure]:
+    return [_guarded(func, item) for item in items]
+
+
+def _collect(
+    outputs: list[R | _Failure], results: list[R | TrainspotterError], bar: _Progress
+) -> None:
+    for output in outputs:
+        results.append(output.rebuild() if isinstance(output, _Failure) else output)
+    bar.update(len(results))
+
+
 def check_run(run: Run, config: Config) -> Analysis:
     """Detect, order, link, then apply the config's `ignore` rules: what every front end
     runs on a log (a suppressed finding stays, marked with its reason)."""
@@ -180,11 +271,52 @@ def analyze_targets(
     run_name: str | None = None,
     jobs: int | None = None,
     progress: TextIO | None = None,
+    engine: str = "processes",
+    scheduler: str | None = None,
 ) -> list[list[Analysis] | TrainspotterError]:
     """`check_target` for each target on `jobs` processes; per target, in the targets'
-    order, its analyses (one per run the log holds) or the TrainspotterError."""
+    order, its analyses (one per run the log holds) or the TrainspotterError. With
+    `engine="dask"`, each log is packed as bytes and checked by `sweep.check_log_bytes`
+    on a Dask cluster (`dask_map`: `scheduler`, else a LocalCluster of `jobs` workers)."""
+    if engine == "dask":
+        return _analyze_on_dask(targets, config, fmt, run_name, jobs, scheduler, progress)
     work = functools.partial(check_target, config=config, fmt=fmt, run_name=run_name)
     return parallel_map(work, targets, jobs=jobs, progress=progress, label="logs")
+
+
+def _analyze_on_dask(
+    targets: Sequence[LogTarget],
+    config: Config,
+    fmt: str | None,
+    run_name: str | None,
+    jobs: int | None,
+    scheduler: str | None,
+    progress: TextIO | None,
+) -> list[list[Analysis] | TrainspotterError]:
+    from trainspotter import sweep
+
+    unpacked: dict[int, TrainspotterError] = {}
+
+    def packed() -> Iterator[sweep.LogBytes]:
+        for index, target in enumerate(targets):
+            try:
+                yield sweep.pack(target)
+            except TrainspotterError as exc:  # unreadable here: its error, in its place
+                unpacked[index] = exc
+
+    check = functools.partial(sweep.check_log_bytes, config=config, fmt=fmt, run_name=run_name)
+    checked = iter(
+        dask_map(
+            check,
+            packed(),
+            len(targets),
+            scheduler=scheduler,
+            workers=jobs,
+            progress=progress,
+            label="logs",
+        )
+    )
+    return [unpacked[i] if i in unpacked else next(checked) for i in range(len(targets))]
 
 
 def analyze_paths(

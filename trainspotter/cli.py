@@ -260,6 +260,16 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     add_detail_flags(gate_cmd, finding=False)
     gate_cmd.add_argument(
+        "--engine",
+        choices=("processes", "dask"),
+        default="processes",
+        help="where logs are analysed: processes on this machine (--jobs), or a Dask "
+        "cluster (the 'dask' extra; --scheduler, else a local cluster of --jobs workers)",
+    )
+    gate_cmd.add_argument(
+        "--scheduler", metavar="ADDRESS", help="with --engine dask: tcp://host:port"
+    )
+    gate_cmd.add_argument(
         "--github",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -407,7 +417,11 @@ def cmd_gate(args: argparse.Namespace) -> int:
         width=terminal_width(sys.stdout),
         jobs=args.jobs or default_jobs(),
         progress=sys.stderr if sys.stderr.isatty() else None,
+        engine=args.engine,
+        scheduler=args.scheduler,
     )
+    if args.scheduler is not None and args.engine != "dask":
+        raise UsageError("--scheduler needs --engine dask")
     return run_gate(options, sys.stdout, sys.stderr).exit_code
 
 

@@ -13,22 +13,27 @@ checkpoint's file holds the log up to that checkpoint, so the others would repea
 the others are listed as skipped. A pattern whose last part is `*` or `**` sweeps folders:
 there, files that no reader recognises are skipped and listed; any other matched file is
 a log and must be readable. A pattern that yields no log is a failure, unless `allow_empty`.
+A URL (`s3://`, `gs://`, `hf://`, `https://`) is staged in a local mirror first
+(`trainspotter.remote`) and expanded there by the same rules; reports name its logs by
+their URLs. A URL whose listing fails (credentials, network) is a failure of its pattern.
 
 This module reads no log and formats nothing: it asks the readers what a path is.
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainspotter.config import Config, glob_problem
-from trainspotter.errors import TrainspotterError, UsageError
+from trainspotter.errors import InputError, TrainspotterError, UsageError
 from trainspotter.paths import shown_path
 from trainspotter.readers import copy_rank, detect_format, log_root
+from trainspotter.remote import RemoteUnavailable, is_url, mirror
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -81,7 +86,7 @@ def _is_sweep(pattern: str) -> bool:
 
 
 def _newest_copies(
-    copies: dict[Path, tuple[Path, tuple[int, int]]], display_root: Path
+    copies: dict[Path, tuple[Path, tuple[int, int]]], show: Callable[[Path], str]
 ) -> tuple[list[Path], list[Problem]]:
     """The highest-ranked copy of each log, and the others as skipped (in rank order)."""
     groups: dict[Path, list[Path]] = {}
@@ -93,19 +98,20 @@ def _newest_copies(
         files.sort(key=lambda f: copies[f][1])
         newest = files[-1]
         logs.append(newest)
-        reason = f"an older copy of the log in {shown_path(newest, display_root)}"
-        skipped.extend(Problem(shown_path(f, display_root), reason) for f in files[:-1])
+        reason = f"an older copy of the log in {show(newest)}"
+        skipped.extend(Problem(show(f), reason) for f in files[:-1])
     return logs, skipped
 
 
 def _expand_one(
     pattern: str,
     base: Path,
-    display_root: Path,
+    show: Callable[[Path], str],
     exclude: Path | None,
     config: Config | None,
 ) -> tuple[list[Path], list[Problem]]:
-    """The log paths one glob pattern yields, and the matched paths it skipped."""
+    """The log paths one glob pattern yields, and the matched paths it skipped (`show`:
+    how a path is named in reports)."""
     matches = sorted(glob.glob(pattern, root_dir=base, recursive=True))
     paths = [base / m for m in matches]
     if exclude is not None:
@@ -126,11 +132,11 @@ def _expand_one(
         else:
             others.append(file)
     logs = list(roots)
-    newest, skipped = _newest_copies(copies, display_root)
+    newest, skipped = _newest_copies(copies, show)
     logs.extend(newest)
     sweep = _is_sweep(pattern)
     for file in others:
-        display = shown_path(file, display_root)
+        display = show(file)
         forced = config is not None and config.format_for(pattern, display)
         if sweep and not forced:
             try:
@@ -148,11 +154,26 @@ def _expand_one(
         if folder in logs:
             continue
         try:
-            detect_format(folder, shown_path(folder, display_root))
+            detect_format(folder, show(folder))
         except TrainspotterError:
             continue  # a folder without a log in it is just a folder
         logs.append(folder)
     return logs, skipped
+
+
+def _expand_url(
+    pattern: str, config: Config | None
+) -> tuple[list[tuple[Path, str]], list[Problem]]:
+    """A URL pattern: staged in the local mirror (`trainspotter.remote`), then expanded
+    there as a local pattern; each log named by its URL."""
+    staged = mirror().stage(pattern)
+    if has_glob(staged.pattern):
+        paths, skipped = _expand_one(staged.pattern, staged.base, staged.url_of, None, config)
+    else:
+        target = staged.base / staged.pattern
+        paths, skipped = ([target] if target.exists() else []), []
+    skipped += [Problem(url, "not a recognised training log") for url in staged.left_out]
+    return [(p, staged.url_of(p)) for p in paths], skipped
 
 
 def expand_patterns(
@@ -174,10 +195,20 @@ def expand_patterns(
         problem = glob_problem(pattern)
         if problem:
             raise UsageError(f"invalid glob {pattern!r}: {problem}")
-        if has_glob(pattern):
-            paths, skipped = _expand_one(pattern, base, display_root, exclude_resolved, config)
+        if is_url(pattern):
+            try:
+                entries, skipped = _expand_url(pattern, config)
+            except RemoteUnavailable:
+                raise  # no URL can be read here: one clear error, not one per pattern
+            except InputError as exc:  # this listing failed (credentials, network)
+                collected.failures.append(Problem(pattern, exc.problem, is_pattern=True))
+                continue
             collected.skipped.extend(skipped)
-            entries = [(p, shown_path(p, display_root)) for p in paths]
+        elif has_glob(pattern):
+            show = functools.partial(shown_path, root=display_root)
+            paths, skipped = _expand_one(pattern, base, show, exclude_resolved, config)
+            collected.skipped.extend(skipped)
+            entries = [(p, show(p)) for p in paths]
         else:
             target = base / pattern
             if target.exists():

@@ -145,6 +145,10 @@ class GateOptions:
     """Write comment.md; None: the config's `report.comment`."""
     jobs: int | None = None
     """Processes for reading and analysing logs; None: one per core."""
+    engine: str = "processes"
+    """`processes` (a pool on this machine) or `dask` (see `batch.analyze_targets`)."""
+    scheduler: str | None = None
+    """The Dask scheduler's address; None: a LocalCluster of `jobs` workers."""
     progress: TextIO | None = None
     """Where to draw a progress bar for long work (stderr on a TTY); None: no bar."""
     artifact_note: str | None = None
@@ -314,7 +318,12 @@ def _check(plan: _Plan, options: GateOptions) -> _Checked:
     )
     checked = _Checked([], list(collected.failures), collected.skipped)
     results = analyze_targets(
-        collected.targets, plan.config, jobs=options.jobs, progress=options.progress
+        collected.targets,
+        plan.config,
+        jobs=options.jobs,
+        progress=options.progress,
+        engine=options.engine,
+        scheduler=options.scheduler,
     )
     for target, result in zip(collected.targets, results, strict=True):
         if isinstance(result, TrainspotterError):

@@ -154,6 +154,7 @@ class Watcher:
         )
         self.clock = clock
         self.logs: dict[Path, _Log] = {}
+        self.pattern_problems: dict[str, str] = {}
         self.polls = 0
         self.failed = False
         """A finding at or above --fail-on was reported (watching stops)."""
@@ -171,6 +172,10 @@ class Watcher:
             allow_empty=True,
             config=self.options.config,
         )
+        for failure in collected.failures:  # a URL's listing failed: say so once, keep polling
+            if self.pattern_problems.get(failure.display) != failure.reason:
+                self.pattern_problems[failure.display] = failure.reason
+                self.output.problem(failure.display, failure.reason)
         return collected.targets
 
     def _open(self, log: _Log) -> Tail | None:

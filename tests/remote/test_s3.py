@@ -1,0 +1,193 @@
+"""`analyze`, `gate` and `watch` on logs in a real S3 server (moto in server mode, started
+by conftest.py), compared with the same commands on the same files on disk."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import Bucket
+from remote_support import reports_by_path
+
+from trainspotter.batch import analyze_paths
+from trainspotter.cli import main
+from trainspotter.config import Config
+from trainspotter.gate import GateOptions, run_gate
+from trainspotter.remote import mirror
+from trainspotter.watch import Watcher, WatchOptions
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+# The sweep: real example runs of four formats, a Hugging Face output folder with two
+# checkpoint copies of its log, a file no reader knows, and model weights.
+SWEEP = {
+    "runs/divergence/trainer_state.json": "divergence/trainer_state.json",
+    "runs/healthy/metrics.csv": "healthy/metrics.csv",
+    "runs/spike/metrics.csv": "loss_spike/metrics.csv",
+    "runs/tb": "divergence/tensorboard",
+    "runs/lightning": "lightning_input_spike/lightning_logs",
+    "runs/hf/output": "hf_trainer/output",
+}
+
+
+def _sweep_tree(folder: Path) -> Path:
+    for target, source in SWEEP.items():
+        _copy(EXAMPLES / source, folder / target)
+    (folder / "runs/hf/output/checkpoint-400/model.safetensors").write_bytes(bytes(range(256)))
+    (folder / "runs/notes.bin").write_bytes(b"\x00\x01\x02 not a log")
+    return folder
+
+
+def test_analyze_reads_a_log_in_a_bucket_as_the_same_file_on_disk(
+    bucket: Bucket, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    local = EXAMPLES / "divergence/trainer_state.json"
+    bucket.put("runs/divergence/trainer_state.json", local.read_bytes())
+    url = bucket.url("runs/divergence/trainer_state.json")
+
+    remote = analyze_paths([url], Config(), jobs=1)
+    on_disk = analyze_paths([str(local)], Config(), jobs=1)
+
+    assert [a.run.source_path for a in remote] == [url]
+    assert list(reports_by_path(remote).values()) == list(reports_by_path(on_disk).values())
+    assert main(["analyze", url, "--output", "json", "--out", str(tmp_path / "r.json")]) == 1
+    assert f'"source_path": "{url}"' in (tmp_path / "r.json").read_text()
+
+
+def test_gate_sweeps_a_glob_over_a_bucket_as_over_the_same_folder(
+    bucket: Bucket, tmp_path: Path
+) -> None:
+    tree = _sweep_tree(tmp_path / "local")
+    bucket.put_tree("exp", tree)
+    prefix = f"s3://{bucket.name}/exp/"
+
+    remote = run_gate(
+        GateOptions(patterns=(prefix + "runs/**",), base=tmp_path, jobs=1),
+        io.StringIO(),
+        io.StringIO(),
+    )
+    local = run_gate(
+        GateOptions(patterns=("runs/**",), base=tree, report_dir=tmp_path / "local-report", jobs=1),
+        io.StringIO(),
+        io.StringIO(),
+    )
+
+    assert remote.exit_code == local.exit_code == 1
+    assert remote.failures == local.failures == []
+    remote_reports = reports_by_path(remote.analyses)
+    assert list(remote_reports) == [prefix + p for p in reports_by_path(local.analyses)]
+    assert len(remote_reports) == 6  # the checkpoint copies are one log, the newest
+    assert list(remote_reports.values()) == list(reports_by_path(local.analyses).values())
+    assert sorted(
+        (prefix + s.display, s.reason.replace(" in ", " in " + prefix)) for s in local.skipped
+    ) == sorted((s.display, s.reason) for s in remote.skipped)
+    assert prefix + "runs/notes.bin" in [s.display for s in remote.skipped]
+    # The weights under a matched folder were never copied out of the bucket.
+    staged = mirror().root / "s3" / bucket.name / "exp/runs/hf/output/checkpoint-400"
+    assert (staged / "trainer_state.json").is_file()
+    assert not (staged / "model.safetensors").exists()
+
+
+def test_watch_follows_a_log_that_grows_in_the_bucket(bucket: Bucket) -> None:
+    local = EXAMPLES / "loss_spike/metrics.csv"
+    lines = local.read_bytes().splitlines(keepends=True)
+    key = "live/metrics.csv"
+    url = bucket.url(key)
+    out, err = io.StringIO(), io.StringIO()
+    watcher = Watcher(WatchOptions(patterns=(url,), config=Config()), out, err)
+
+    watcher.poll()
+    assert watcher.logs == {}  # nothing there yet: waited for, not an error
+    bucket.put(key, b"".join(lines[:100]))
+    watcher.poll()
+    (log,) = watcher.logs.values()
+    staged = log.target.path
+    inode = staged.stat().st_ino
+    first = log.points
+    assert first == 99  # the header and 99 rows
+    bucket.put(key, b"".join(lines[:250]))  # the object is rewritten longer, as a sync does
+    watcher.poll()
+    assert log.points == 249
+    assert staged.stat().st_ino == inode  # the new bytes were appended to the copy
+    bucket.put(key, b"".join(lines))
+    watcher.finish()
+
+    assert "replaced or truncated" not in err.getvalue()
+    assert log.display == url
+    final = analyze_paths([str(local)], Config(), jobs=1)
+    assert list(reports_by_path(watcher.analyses()).values()) != []
+    watched = reports_by_path(watcher.analyses())[url]
+    expected = next(iter(reports_by_path(final).values()))
+    assert watched["findings"] == expected["findings"]
+
+
+def test_watch_reads_a_rewritten_object_again(bucket: Bucket) -> None:
+    lines = (EXAMPLES / "healthy/metrics.csv").read_bytes().splitlines(keepends=True)
+    url = bucket.url("live/metrics.csv")
+    bucket.put("live/metrics.csv", b"".join(lines[:200]))
+    err = io.StringIO()
+    watcher = Watcher(WatchOptions(patterns=(url,), config=Config()), io.StringIO(), err)
+    watcher.poll()
+    (log,) = watcher.logs.values()
+    assert log.points == 199
+    # A new run wrote the same key: shorter, with other values.
+    bucket.put("live/metrics.csv", b"".join([lines[0], *lines[1:150][::-1]]))
+    watcher.poll()
+    assert "replaced or truncated" in err.getvalue()
+    assert log.points == 149
+
+
+def test_watch_drops_a_log_deleted_from_the_bucket(bucket: Bucket) -> None:
+    data = (EXAMPLES / "healthy/metrics.csv").read_bytes()
+    bucket.put("a/metrics.csv", data)
+    bucket.put("b/metrics.csv", data)
+    url = bucket.url("*/metrics.csv")
+    watcher = Watcher(WatchOptions(patterns=(url,), config=Config()), io.StringIO(), io.StringIO())
+    watcher.poll()
+    assert sorted(log.display for log in watcher.logs.values()) == [
+        bucket.url("a/metrics.csv"),
+        bucket.url("b/metrics.csv"),
+    ]
+    bucket.delete("b/metrics.csv")
+    assert [t.display for t in watcher._targets()] == [bucket.url("a/metrics.csv")]
+
+
+def test_a_missing_object_is_the_one_line_error(
+    bucket: Bucket, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = bucket.url("no/such/trainer_state.json")
+    assert main(["analyze", url]) == 2
+    assert capsys.readouterr().err == f"trainspotter: error: {url}: no such file or folder\n"
+    assert main(["analyze", bucket.url("no/*.csv")]) == 2
+    assert capsys.readouterr().err.endswith(": matched no training log\n")
+
+
+def test_the_gate_reports_a_failed_listing_and_checks_the_other_logs(
+    bucket: Bucket, tmp_path: Path
+) -> None:
+    _copy(EXAMPLES / "healthy/metrics.csv", tmp_path / "metrics.csv")
+    url = "s3://Not_A_Bucket!/runs/*.csv"  # the S3 client refuses the name
+    result = run_gate(
+        GateOptions(patterns=("metrics.csv", url), base=tmp_path, jobs=1),
+        io.StringIO(),
+        io.StringIO(),
+    )
+    assert result.exit_code == 2
+    assert [a.run.source_path for a in result.analyses] == ["metrics.csv"]
+    ((display, reason, is_pattern),) = [
+        (f.display, f.reason, f.is_pattern) for f in result.failures
+    ]
+    assert (display, is_pattern) == (url, True)
+    assert reason.startswith("cannot read: ParamValidationError: ")
+    assert "\n" not in reason
