@@ -133,6 +133,7 @@ test-integrations: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/bench_long_lines.py
+	$(BIN)/python benchmarks/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) $(RUN_VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis
