@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -75,7 +76,8 @@ NOT_LOG_SUFFIXES = (
 optimizer states, data shards, media): never copied unless a URL names them."""
 
 FETCH_BATCH = 256
-"""Objects read at once when copying many (bounds the memory of one batch)."""
+FETCH_BATCH_BYTES = 256 << 20
+"""Objects, and bytes, read at once when copying many (bounds a batch's memory)."""
 OVERLAP_BYTES = 1024
 """Bytes before the old end that must be unchanged for an object that grew to be read
 from there on (else it is copied whole: it was rewritten, not appended to)."""
@@ -239,13 +241,12 @@ class Mirror:
             if not self._updated(fs, base / relative, info)
         ]
         # Whole copies in batches: an async back end (s3fs, gcsfs) reads each batch at once.
-        for start in range(0, len(whole), FETCH_BATCH):
-            batch = whole[start : start + FETCH_BATCH]
+        for batch in _batches(whole):
             names = [str(info.get("name") or "") for _, info in batch]
-            contents = fs.cat(names, on_error="raise") if len(names) > 1 else None
+            contents = fs.cat(names, on_error="raise") if len(names) > 1 else {}
             for (local, info), name in zip(batch, names, strict=True):
-                data = contents[name] if contents is not None else fs.cat_file(name)
-                self._write(local, name, data, _tag(info))
+                data = contents.get(name)
+                self._write(local, name, fs.cat_file(name) if data is None else data, _tag(info))
         keep = {base / r for r in wanted}
         top = base / scope
         for local in [p for p in self.copies if p == top or top in p.parents]:
@@ -287,6 +288,23 @@ class Mirror:
             handle.seek(copy.size)
             handle.write(data[len(old) :])
         return True
+
+
+def _batches(
+    items: list[tuple[Path, dict[str, Any]]],
+) -> Iterator[list[tuple[Path, dict[str, Any]]]]:
+    """At most FETCH_BATCH objects and FETCH_BATCH_BYTES (by their listed sizes) at once."""
+    batch: list[tuple[Path, dict[str, Any]]] = []
+    size = 0
+    for item in items:
+        item_size = int(item[1].get("size") or 0)
+        if batch and (len(batch) >= FETCH_BATCH or size + item_size > FETCH_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += item_size
+    if batch:
+        yield batch
 
 
 def _relative(fs: Any, scheme: str, remote: str) -> str | None:
