@@ -194,7 +194,8 @@ def dask_map(
                     n_workers=workers or default_jobs(),
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    host="127.0.0.1",  # this machine's cluster listens on loopback only
+                    dashboard_address=":0",  # any free port, never a clash on 8787
                     silence_logs=logging.ERROR,
                 )
             )

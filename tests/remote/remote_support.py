@@ -1,10 +1,22 @@
-"""Comparing analyses made two ways (a local log and its remote copy, or the processes
-engine and the Dask engine): each log's full JSON report, its path taken apart."""
+"""Support for the remote and sweep tests: servers started and stopped by PID, a bucket
+written with boto3, and comparing analyses made two ways (a local log and its remote
+copy, or the processes engine and the Dask engine) by each log's full JSON report.
+
+(Here rather than in conftest.py: `from conftest import ...` can find another folder's
+conftest module.)"""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from trainspotter.analysis import Analysis
@@ -19,3 +31,89 @@ def reports_by_path(analyses: Sequence[Analysis]) -> dict[str, Any]:
         log = json.loads(json.dumps(analysis_dict(analysis), allow_nan=False))
         out[log["run"].pop("source_path")] = log
     return out
+
+
+START_TIMEOUT = 60.0
+"""Seconds a server may take to answer after it was started (a loaded CI machine)."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_until_answering(url: str, process: subprocess.Popen[bytes]) -> None:
+    """Poll `url` until the server answers (any HTTP status), bounded in time."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode} before answering")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answered
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"no answer from {url} within {START_TIMEOUT:.0f} s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server we started, by its PID: SIGTERM, then SIGKILL after 10 s."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def start_server(command: list[str], url: str, log: Path) -> subprocess.Popen[bytes]:
+    handle = log.open("wb")
+    process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
+    handle.close()
+    try:
+        wait_until_answering(url, process)
+    except RuntimeError:
+        stop(process)
+        raise
+    return process
+
+
+class Bucket:
+    """One fresh bucket on the test server, written with boto3 (not the code under test)."""
+
+    def __init__(self, endpoint: str, name: str) -> None:
+        import boto3
+
+        self.name = name
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        self.client.create_bucket(Bucket=name)
+
+    def url(self, key: str) -> str:
+        return f"s3://{self.name}/{key}"
+
+    def put(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.name, Key=key, Body=data)
+
+    def put_tree(self, prefix: str, folder: Path) -> list[str]:
+        """Upload every file under `folder` to `prefix/<relative path>`."""
+        keys = []
+        for file in sorted(folder.rglob("*")):
+            if file.is_file():
+                key = f"{prefix}/{file.relative_to(folder).as_posix()}"
+                self.put(key, file.read_bytes())
+                keys.append(key)
+        return keys
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.name, Key=key)

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Bucket
-from remote_support import reports_by_path
+from remote_support import Bucket, reports_by_path
 
 from trainspotter.batch import analyze_paths
 from trainspotter.cli import main

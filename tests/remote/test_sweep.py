@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from remote_support import reports_by_path
+from remote_support import free_port, reports_by_path
 
 from trainspotter import batch
 from trainspotter.batch import analyze_targets, check_target
@@ -77,7 +77,7 @@ def dask_cluster() -> Iterator[Any]:
     """A LocalCluster of two worker processes; after it is closed, their PIDs are gone."""
     distributed = pytest.importorskip("distributed", reason="needs the 'dask' extra")
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
     )
     with distributed.Client(cluster) as client:
         pids = set(client.run(os.getpid).values())
@@ -179,8 +179,6 @@ def test_an_unreachable_scheduler_is_the_one_line_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("distributed", reason="needs the 'dask' extra")
-    from conftest import free_port
-
     monkeypatch.setattr(batch, "DASK_CONNECT_TIMEOUT", "2s")
     monkeypatch.chdir(tmp_path)
     shutil.copyfile(EXAMPLES / "healthy/metrics.csv", tmp_path / "metrics.csv")

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import free_port, start_server, stop
-from remote_support import reports_by_path
+from remote_support import free_port, reports_by_path, start_server, stop
 
 from trainspotter.batch import analyze_paths
 from trainspotter.cli import main
