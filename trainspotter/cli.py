@@ -51,6 +51,7 @@ from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.escape import fence_workflow_commands, message_text
 from trainspotter.report.wording import PIPED_WIDTH, color_wanted, terminal_width
+from trainspotter.sweep import add_sweep_flags, sweep_options
 from trainspotter.terminal_options import (
     FAIL_ON_HELP,
     add_color_flag,
@@ -251,24 +252,8 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     gate_cmd.add_argument(
         "--allow-empty", action="store_true", help="a pattern matching nothing is not an error"
     )
-    gate_cmd.add_argument(
-        "--jobs",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="analyse up to N logs at once, one process each (default: the number of cores)",
-    )
+    add_sweep_flags(gate_cmd, _positive_int)
     add_detail_flags(gate_cmd, finding=False)
-    gate_cmd.add_argument(
-        "--engine",
-        choices=("processes", "dask"),
-        default="processes",
-        help="where logs are analysed: processes on this machine (--jobs), or a Dask "
-        "cluster (the 'dask' extra; --scheduler, else a local cluster of --jobs workers)",
-    )
-    gate_cmd.add_argument(
-        "--scheduler", metavar="ADDRESS", help="with --engine dask: tcp://host:port"
-    )
     gate_cmd.add_argument(
         "--github",
         action=argparse.BooleanOptionalAction,
@@ -415,13 +400,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         quiet=args.quiet,
         width=terminal_width(sys.stdout),
-        jobs=args.jobs or default_jobs(),
         progress=sys.stderr if sys.stderr.isatty() else None,
-        engine=args.engine,
-        scheduler=args.scheduler,
+        **sweep_options(args),
     )
-    if args.scheduler is not None and args.engine != "dask":
-        raise UsageError("--scheduler needs --engine dask")
     return run_gate(options, sys.stdout, sys.stderr).exit_code
 
 

@@ -1,4 +1,5 @@
-"""One log as bytes, and its check as a pure function of (bytes, format, config).
+"""One log as bytes, and its check as a pure function of (bytes, format, config); and
+`gate`'s flags that choose where a sweep's logs are checked.
 
 A sweep past one machine (`gate --engine dask`) cannot hand a worker a path: the worker
 may not see this machine's disk, or the bucket the log was staged from. So the client
@@ -20,16 +21,19 @@ bytes, so the one-line errors are the same as for a local check.
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from trainspotter.analysis import Analysis
-from trainspotter.batch import check_target
+from trainspotter.batch import check_target, default_jobs
 from trainspotter.config import Config
 from trainspotter.discover import LogTarget
-from trainspotter.errors import InputError
+from trainspotter.errors import InputError, UsageError
 from trainspotter.remote import is_weights
 
 MAX_PACKED_BYTES = 1 << 30
@@ -37,6 +41,7 @@ MAX_PACKED_BYTES = 1 << 30
 than a worker's memory spent on it."""
 ANCESTOR_META = "meta.yaml"
 ANCESTORS = 2
+ENGINES = ("processes", "dask")
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,35 @@ class LogBytes:
     """Where the log (file or folder) lies in the layout, e.g. `exp/run/metrics.csv`."""
     files: tuple[tuple[str, bytes], ...]
     """Relative forward-slash path -> the file's bytes."""
+
+
+def add_sweep_flags(parser: argparse.ArgumentParser, jobs_type: Callable[[str], int]) -> None:
+    """`gate`'s `--jobs`, `--engine` and `--scheduler`: where a sweep's logs are checked."""
+    parser.add_argument(
+        "--jobs",
+        type=jobs_type,
+        default=None,
+        metavar="N",
+        help="analyse up to N logs at once, one process each (default: the number of cores)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="processes",
+        help="where logs are analysed: processes on this machine (--jobs), or a Dask "
+        "cluster (the 'dask' extra; --scheduler, else a local cluster of --jobs workers)",
+    )
+    parser.add_argument(
+        "--scheduler", metavar="ADDRESS", help="with --engine dask: tcp://host:port"
+    )
+
+
+def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`GateOptions`' `jobs`, `engine` and `scheduler` from those flags; UsageError for
+    `--scheduler` without `--engine dask`."""
+    if args.scheduler is not None and args.engine != "dask":
+        raise UsageError("--scheduler needs --engine dask")
+    return {"jobs": args.jobs or default_jobs(), "engine": args.engine, "scheduler": args.scheduler}
 
 
 def pack(target: LogTarget) -> LogBytes:
@@ -113,4 +147,12 @@ def check_log_bytes(
         return check_target(LogTarget(target, log.display, log.pattern), config, fmt, run_name)
 
 
-__all__ = ["MAX_PACKED_BYTES", "LogBytes", "check_log_bytes", "pack"]
+__all__ = [
+    "ENGINES",
+    "MAX_PACKED_BYTES",
+    "LogBytes",
+    "add_sweep_flags",
+    "check_log_bytes",
+    "pack",
+    "sweep_options",
+]
