@@ -15,7 +15,7 @@ RUN_STAMP := $(RUN_VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json
 
 .PHONY: demo site test lint typecheck pytest bench clean browser screenshot lint-ci test-container \
-	test-action test-integrations lock snapshots
+	test-action test-integrations lock snapshots mermaid-cli
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -122,6 +122,21 @@ snapshots: $(STAMP)
 screenshot: $(STAMP)
 	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report.png
 
+# Mermaid's own CLI (npm @mermaid-js/mermaid-cli, pinned) in .cache/mermaid-cli, not globally,
+# so tests/report/test_mermaid_render.py can render the Markdown report's chart to SVG.
+# Puppeteer's own Chrome download is skipped: puppeteer.json points it at Debian's
+# chromium. About 100 s and 450 MB from an empty npm cache; needs node and npm.
+MERMAID_CLI_DIR := .cache/mermaid-cli
+MERMAID_CLI_VERSION := 12.2.0
+mermaid-cli: $(MERMAID_CLI_DIR)/node_modules/.bin/mmdc
+
+$(MERMAID_CLI_DIR)/node_modules/.bin/mmdc:
+	mkdir -p $(MERMAID_CLI_DIR)
+	PUPPETEER_SKIP_DOWNLOAD=1 npm install --quiet --no-audit --no-fund --prefix $(MERMAID_CLI_DIR) \
+	  @mermaid-js/mermaid-cli@$(MERMAID_CLI_VERSION)
+	printf '{"executablePath": "%s", "args": ["--no-sandbox"]}\n' "$$(command -v chromium)" \
+	  > $(MERMAID_CLI_DIR)/puppeteer.json
+
 # The transformers and Lightning callbacks with the real frameworks, training tiny models on
 # the CPU (tests/integrations). Installs the test-integrations extra (torch's CPU build,
 # transformers, accelerate, lightning: about 1.2 GB) into .venv; a missing framework then
@@ -136,4 +151,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sweep.py
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(RUN_VENV) site .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -222,11 +222,16 @@ def _code_span(text: str) -> str:
 
 
 def _markdown(
-    analyses: Sequence[Analysis], limit: int, head: str, tail: str, note: str | None
+    analyses: Sequence[Analysis],
+    limit: int,
+    head: str,
+    tail: str,
+    note: str | None,
+    fail_on: Severity = Severity.ERROR,
 ) -> str:
     extra = head + tail + (f"\n{note}\n" if note else "")
     body = (
-        render_markdown(analyses, max(limit - len(extra.encode("utf-8")), 16 * 1024))
+        render_markdown(analyses, max(limit - len(extra.encode("utf-8")), 16 * 1024), fail_on)
         if analyses
         else ""
     )
@@ -416,7 +421,8 @@ def _write_outputs(
     analyses, render = checked.analyses, plan.render
     head, tail = _gate_markdown(verdict, code, checked.failures, checked.skipped)
     note = options.artifact_note
-    written = _Written({}, [], _markdown(analyses, SUMMARY_LIMIT_BYTES, head, tail, note), None)
+    summary = _markdown(analyses, SUMMARY_LIMIT_BYTES, head, tail, note, plan.fail_on)
+    written = _Written({}, [], summary, None)
     wanted = [o for o in plan.outputs if o not in unavailable and o != "annotations"]
     if not wanted:
         return written
@@ -426,7 +432,7 @@ def _write_outputs(
         if name == "summary":
             written.files[name] = _write(report_dir / OUTPUT_FILES[name], written.summary)
         elif name == "comment":
-            comment = _markdown(analyses, COMMENT_LIMIT_BYTES, head, tail, note)
+            comment = _markdown(analyses, COMMENT_LIMIT_BYTES, head, tail, note, plan.fail_on)
             written.files[name] = _write(report_dir / OUTPUT_FILES[name], comment)
         elif name == "html":
             used: set[str] = {"index.html"}

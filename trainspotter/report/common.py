@@ -67,6 +67,18 @@ def chain_findings(analysis: Analysis) -> list[list[Finding]]:
     return [[analysis.by_id(i) for i in chain] for chain in analysis.chains]
 
 
+def chain_path(chain: Sequence[Finding]) -> str:
+    """An incident as the JSON's `chains` entry lists it, with each detector:
+    `F1 lr_schedule \u2192 F2 grad_norm \u2192 F3 divergence` (plain text, not escaped)."""
+    return " \u2192 ".join(f"{f.id} {f.detector}" for f in chain)
+
+
+def chain_link(finding: Finding) -> str:
+    """One finding of an incident, in every format's words:
+    `F2 divergence, steps 304\u2013399: train/loss became +Inf` (plain text)."""
+    return f"{finding.id} {finding.detector}, {step_range(finding)}: {finding.title}"
+
+
 def findings_root_cause_first(analysis: Analysis) -> list[Finding]:
     """All findings, the root cause of each incident first, then the analysis order.
 

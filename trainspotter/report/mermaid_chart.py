@@ -25,16 +25,15 @@ What it draws, and why this way:
   visibly early; the line's edges are exact to one slot (1/160 of the chart).
 
 Mermaid numbers are plain decimals (`[+-]?digits[.digits]`, no exponent), written so.
-Safety: the block holds our words and numbers only. A metric name, the one log-derived
-string, passes through `chart_text` (letters, digits and `_ ./:-` kept, anything else
-`?`), so it cannot close the quoted title, end the fence, start a directive or carry
-HTML; the caption under the block is ordinary Markdown escaped by the caller.
+Safety: the block holds our words and numbers only, never a metric name or any other
+log-derived text, so nothing from a log can close the quoted title, end the fence, start
+a directive or carry HTML. Which line is which metric is said in the caption under the
+block (`caption`), ordinary Markdown the caller escapes.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,17 +50,7 @@ BUCKETS = 40
 SLOTS_PER_BUCKET = 4
 SLOTS = BUCKETS * SLOTS_PER_BUCKET
 """Values per series in the block (Mermaid spaces them evenly over the x-axis)."""
-NAME_LIMIT = 60
 FLAG_COLOUR = "#d1242f"
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_ ./:-]")
-
-
-def chart_text(text: str, limit: int = NAME_LIMIT) -> str:
-    """A log-derived name for a quoted Mermaid string: only letters, digits and `_ ./:-`
-    survive (anything else becomes `?`), shortened to `limit` characters."""
-    cleaned = _UNSAFE.sub("?", text[:limit])
-    return cleaned if len(text) <= limit else cleaned[: max(limit - 3, 0)] + "..."
 
 
 def mermaid_number(value: float) -> str:
@@ -190,7 +179,7 @@ def loss_chart(run: Run, findings: Sequence[Finding]) -> LossChart | None:
     title = "Loss by step" + (" (log10)" if axis.log else "")
     if flags.any():
         title += ", flagged steps in red"
-    y_title = chart_text("log10 loss" if axis.log else "loss")
+    y_title = "log10 loss" if axis.log else "loss"
     lines = [
         "```mermaid",
         _init_directive(len(metrics), with_flags=bool(flags.any())),
