@@ -47,7 +47,9 @@ def test_page_is_self_contained(divergent: Analysis) -> None:
 def test_charts_are_accessible_svg(divergent: Analysis) -> None:
     page = render_html([divergent])
     svgs = svg_elements(page)
-    assert len(svgs) == 5  # loss (train+eval), lr, grad_norm, throughput, eval/accuracy
+    # loss (train+eval), lr, grad_norm, throughput, eval/accuracy; each in three widths
+    assert len(svgs) == 15
+    assert len({svg.get("aria-labelledby") for svg in svgs}) == 15  # ids stay unique
     for svg in svgs:
         assert svg.get("role") == "img"
         assert svg.find(f"{SVG_NS}title") is not None and svg.find(f"{SVG_NS}desc") is not None
@@ -64,11 +66,12 @@ def test_findings_are_shaded_on_the_chart_of_their_metric(divergent: Analysis) -
     by_detector = {f.detector: f.id for f in divergent.findings}
     assert placed[by_detector["divergence"]] == "Loss"
     assert placed[by_detector["lr_schedule"]] == "Learning rate"
-    assert placed[by_detector["plateau"]] == "eval/accuracy"
+    # an info note is listed, never shaded: a band reads as a problem
+    assert by_detector["plateau"] not in placed
     page = render_html([divergent])
     for finding in divergent.findings:
         band = f'<a href="#log1-{finding.id}"><g class="band sev-{finding.severity.label}">'
-        assert band in page
+        assert (band in page) is (finding.severity >= Severity.WARNING)
         assert f'id="log1-{finding.id}"' in page
 
 
@@ -96,7 +99,7 @@ def test_log_axis_nan_marks_and_clamped_points() -> None:
     assert "(log scale)" in (svgs[0].find(f"{SVG_NS}title").text or "")  # type: ignore[union-attr]
     assert '<g class="nonfinite">' in page and ">NaN</text>" in page
     assert 'class="clamp line-0"' in page and "\u2191 5</text>" in page
-    lr_desc = svgs[1].find(f"{SVG_NS}desc").text or ""  # type: ignore[union-attr]
+    lr_desc = svgs[3].find(f"{SVG_NS}desc").text or ""  # type: ignore[union-attr]
     assert "1 above the axis top (largest 5)" in lr_desc
     assert "linear axis from 0 to" in lr_desc
 
@@ -158,7 +161,7 @@ def test_metric_without_chart_panel_findings_go_to_first_chart() -> None:
         Finding(
             detector="throughput",
             title="slow",
-            severity=Severity.INFO,
+            severity=Severity.WARNING,
             metric="not/logged",
             step_start=10,
             step_end=20,

@@ -9,7 +9,8 @@ Rules for a value axis (`value_axis`), in order:
 2. Log scale: a metric the caller allows it for (losses and gradient norms: positive
    magnitudes that blow up multiplicatively) whose values span more than two decades
    (from the 1st percentile to the capped top) gets a log axis with decade ticks.
-   Nothing else does (a log LR axis would hide the warmup's linear shape).
+   Nothing else does, unless the caller lowers that span (`log_decades`: the HTML's
+   LR chart goes log from one decade, so a schedule before a 100x jump stays visible).
 3. Zero floor: a metric with no negative value starts at 0 (loss, LR, norms, throughput),
    so a curve's height reads as its size.
 
@@ -146,8 +147,11 @@ class ValueAxis:
         return f"{scale} axis from {self.labels[0]} to {self.labels[-1]}{cap}"
 
 
-def value_axis(values: npt.NDArray[np.float64], *, log_allowed: bool) -> ValueAxis:
-    """The axis for these values (any shape; NaN/Inf ignored) by the module's rules."""
+def value_axis(
+    values: npt.NDArray[np.float64], *, log_allowed: bool, log_decades: float = LOG_DECADES
+) -> ValueAxis:
+    """The axis for these values (any shape; NaN/Inf ignored) by the module's rules;
+    `log_decades` lowers rule 2's span for a caller that wants it (an LR schedule: 1)."""
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return _linear(nice_ticks(0.0, 1.0), maximum=0.0)
@@ -160,7 +164,7 @@ def value_axis(values: npt.NDArray[np.float64], *, log_allowed: bool) -> ValueAx
         # The span is judged from the 1st percentile, so one tiny value (a near-zero
         # gradient norm at one step) does not turn a noisy flat metric logarithmic.
         p1 = float(np.percentile(finite, 100.0 - OUTLIER_PERCENTILE))
-        if math.log10(top / p1) > LOG_DECADES:
+        if math.log10(top / p1) > log_decades:
             return _log_axis(low, top, maximum=high)
     return _linear(nice_ticks(0.0 if low >= 0 else low, top), maximum=high)
 

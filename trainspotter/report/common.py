@@ -32,6 +32,13 @@ def active_findings(analysis: Analysis) -> list[Finding]:
     return [f for f in analysis.findings if f.suppressed is None]
 
 
+def charted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings a chart marks (HTML bands, the Markdown chart's red line):
+    unsuppressed warnings and errors. Info notes are listed, never drawn: a healthy
+    run's chart must not look flagged."""
+    return [f for f in findings if f.suppressed is None and f.severity >= Severity.WARNING]
+
+
 def total_counts(analyses: Iterable[Analysis]) -> dict[Severity, int]:
     """Unsuppressed findings per severity over all logs, worst severity first."""
     totals = dict.fromkeys(SEVERITIES_WORST_FIRST, 0)

@@ -20,6 +20,7 @@ downsampling live in their own modules.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from trainspotter import __version__, names
@@ -30,33 +31,51 @@ from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     active_findings,
     chain_findings,
+    chain_link,
+    chain_path,
+    charted_findings,
     counts_phrase,
     findings_root_cause_first,
     log_label,
     not_a_health_verdict,
+    plural,
     step_range,
     steps_logged,
     total_counts,
 )
 from trainspotter.report.comparison_html import comparison_section
 from trainspotter.report.escape import format_number, html_name, html_text, shorten
-from trainspotter.report.svg_chart import Chart, ChartLine, render_chart
+from trainspotter.report.svg_chart import (
+    Chart,
+    ChartLine,
+    chart_axis,
+    for_sizes,
+    render_chart,
+)
 from trainspotter.verdict import worst_of
 
-MAIN_CHART = (960, 300)
-"""viewBox size of the loss chart (the plot is about 880 units wide)."""
-SMALL_CHART = (480, 220)
-"""viewBox size of the other charts, two per row on a wide screen."""
+MAIN_CHART_SIZES = ((360, 260), (720, 300), (1040, 320))
+"""viewBox sizes of the loss chart, one SVG each; the page shows the widest that fits its
+box (a CSS container query), so the SVG is drawn at 1x to ~1.45x and an 11 px label
+stays 11 px or more at any window from ~400 px up."""
+SMALL_CHART_SIZES = ((360, 240), (480, 240), (720, 260))
+"""viewBox sizes of the other charts (two per row on a wide screen, one below ~900 px)."""
 MAX_OTHER_CHARTS = 16
 """Metrics beyond the named panels that get a chart (those with findings first)."""
 META_VALUE_LIMIT = 300
 NOT_CHARTED = frozenset({names.EPOCH})
-
+BOOKKEEPING = re.compile(
+    r"(?:^|[/_.-])(?:runtime|samples_per_second|steps_per_second|total_flos|flos)$", re.I
+)
+"""Metrics about the evaluation or the job, not about training (HF's `eval_runtime`,
+`eval_samples_per_second`, `train_runtime`, `total_flos`): listed in the metrics table,
+charted only when a finding is about them."""
 # (title, metrics, log axis allowed): the named panels, in page order. Losses and gradient
-# norms may get a log axis (see axes.py); other metrics whose name says loss too.
+# norms may get a log axis (see axes.py); other metrics whose name says loss too; the LR
+# goes log from one decade (`Chart.schedule`).
 _PANELS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("Loss", (names.TRAIN_LOSS, names.EVAL_LOSS), True),
-    ("Learning rate", (names.LR,), False),
+    ("Learning rate", (names.LR,), True),
     ("Gradient norm", (names.GRAD_NORM,), True),
     ("Throughput", (names.THROUGHPUT,), False),
     ("Step time", (names.STEP_TIME,), False),
@@ -105,10 +124,23 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", m
 .cause.sev-info { border-left-color: var(--info); }
 .cause ol { margin: 6px 0 0; padding-left: 22px; }
 figure { margin: 12px 0; padding: 8px; background: var(--panel); border: 1px solid var(--border);
-  border-radius: 8px; }
-.charts-small { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr));
-  gap: 0 12px; }
-svg.chart { display: block; width: 100%; height: auto; }
+  border-radius: 8px; container-type: inline-size; min-width: 0; }
+.charts-small { display: grid; gap: 0 12px;
+  grid-template-columns: repeat(auto-fit, minmax(min(440px, 100%), 1fr)); }
+svg.chart { display: none; width: 100%; height: auto; }
+/* Each chart comes in three widths (MAIN_CHART_SIZES, SMALL_CHART_SIZES); the widest that
+   fits its box is shown, at 1x or more, so labels keep their size (a container query, no
+   script). */
+svg.chart.v0 { display: block; }
+@container (min-width: 480px) {
+  .fig-small svg.chart.v0 { display: none; } .fig-small svg.chart.v1 { display: block; } }
+@container (min-width: 720px) {
+  .fig-small svg.chart.v1 { display: none; } .fig-small svg.chart.v2 { display: block; }
+  .fig-main svg.chart.v0 { display: none; } .fig-main svg.chart.v1 { display: block; } }
+@container (min-width: 1040px) {
+  .fig-main svg.chart.v1 { display: none; } .fig-main svg.chart.v2 { display: block; } }
+.table-box { max-width: 100%; overflow-x: auto; }
+@media (max-width: 600px) { main { padding: 16px 12px 40px; } }
 .chart text { fill: var(--fg); font-size: 12px; font-family: inherit; }
 .chart .tick { fill: var(--muted); font-size: 11px; }
 .chart .chart-title { font-weight: 700; font-size: 13px; }
@@ -165,6 +197,16 @@ def _severity_badge(severity: Severity | None) -> str:
     return f'<span class="sev sev-{severity.label}">{severity.label}</span>'
 
 
+_PASSED_BADGE = '<span class="sev sev-ok">passed</span>'
+
+
+def _passed_text(infos: int) -> str:
+    """A log or page with no warning or error: passed, its info notes only listed."""
+    if not infos:
+        return "no warnings or errors"
+    return f"no warnings or errors; {plural(infos, 'info')} note{'s' if infos > 1 else ''} below"
+
+
 _NOT_CHECKED_BADGE = '<span class="sev">not checked</span>'
 
 
@@ -172,6 +214,8 @@ def _log_badge(analysis: Analysis) -> str:
     """The log's worst severity; "not checked" instead of "healthy" when nothing was."""
     if analysis.worst is None and not_a_health_verdict(analysis) is not None:
         return _NOT_CHECKED_BADGE
+    if analysis.worst is None or analysis.worst < Severity.WARNING:
+        return _PASSED_BADGE
     return _severity_badge(analysis.worst)
 
 
@@ -205,21 +249,31 @@ def _step_domain(run: Run) -> tuple[int, int]:
 def chart_plan(analysis: Analysis) -> tuple[list[Chart], list[str]]:
     """The charts of one log, in page order, and the metrics left uncharted.
 
-    Each active finding is shaded on the chart of its metric, or on the first chart when
-    its metric has none."""
+    Each unsuppressed warning or error is shaded on the chart of its metric, or on the
+    first chart when its metric has none; info notes are listed, never shaded (a
+    healthy run's chart carries no band). Metrics about the job rather than training
+    (`BOOKKEEPING`) get no chart unless a finding is about them."""
     run = analysis.run
-    findings = active_findings(analysis)
+    findings = charted_findings(analysis.findings)
     charts: list[Chart] = []
     used: set[str] = set()
     for title, metrics, log_allowed in _PANELS:
         present = [m for m in metrics if m in run.metrics and len(run.metrics[m])]
         if present:
             lines = tuple(ChartLine(m, run.metrics[m], i) for i, m in enumerate(present))
-            charts.append(Chart(title, lines, log_allowed=log_allowed))
+            schedule = metrics == (names.LR,)
+            charts.append(Chart(title, lines, log_allowed=log_allowed, schedule=schedule))
             used.update(present)
-    with_findings = {f.metric for f in findings}
+    with_findings = {f.metric for f in active_findings(analysis)}
     others = sorted(
-        (m for m, s in run.metrics.items() if m not in used and m not in NOT_CHARTED and len(s)),
+        (
+            m
+            for m, s in run.metrics.items()
+            if m not in used
+            and m not in NOT_CHARTED
+            and len(s)
+            and (m in with_findings or not BOOKKEEPING.search(m))
+        ),
         key=lambda m: (m not in with_findings, m),
     )
     for metric in others[:MAX_OTHER_CHARTS]:
@@ -236,7 +290,8 @@ def chart_plan(analysis: Analysis) -> tuple[list[Chart], list[str]]:
         )
         placed[target].append(finding)
     charts = [
-        Chart(c.title, c.lines, tuple(placed[i]), c.log_allowed) for i, c in enumerate(charts)
+        Chart(c.title, c.lines, tuple(placed[i]), c.log_allowed, c.schedule)
+        for i, c in enumerate(charts)
     ]
     return charts, skipped
 
@@ -249,16 +304,24 @@ def _charts_html(analysis: Analysis, index: int) -> str:
     prefix = _anchor_prefix(index)
     rendered = []
     for number, chart in enumerate(charts):
-        size = MAIN_CHART if number == 0 else SMALL_CHART
-        svg = render_chart(
-            chart,
-            step_domain=domain,
-            width=size[0],
-            height=size[1],
-            element_id=f"{prefix}chart{number}",
-            anchor_prefix=prefix,
+        sizes = MAIN_CHART_SIZES if number == 0 else SMALL_CHART_SIZES
+        axis = chart_axis(chart)
+        prepared = for_sizes(chart, sizes[-1][0])
+        variants = "".join(
+            render_chart(
+                prepared,
+                step_domain=domain,
+                width=width,
+                height=height,
+                element_id=f"{prefix}chart{number}-{width}",
+                anchor_prefix=prefix,
+                css_class=f"v{variant}",
+                axis=axis,
+            )
+            for variant, (width, height) in enumerate(sizes)
         )
-        rendered.append(f"<figure>{svg}</figure>")
+        kind = "fig-main" if number == 0 else "fig-small"
+        rendered.append(f'<figure class="{kind}">{variants}</figure>')
     out = rendered[0]
     if len(rendered) > 1:
         out += '<div class="charts-small">' + "".join(rendered[1:]) + "</div>"
@@ -276,13 +339,13 @@ def _cause_html(analysis: Analysis, index: int) -> str:
     for chain in chain_findings(analysis):
         root = chain[0]
         steps = "".join(
-            f'<li><a href="#{prefix}{f.id}">{f.id}</a> {html_text(f.detector)} at '
-            f"{step_range(f)}: {html_text(f.title)}</li>"
+            f'<li><a href="#{prefix}{f.id}">{f.id}</a> '
+            f"{html_text(chain_link(f).removeprefix(f.id + ' '))}</li>"
             for f in chain
         )
         out.append(
             f'<div class="cause sev-{root.severity.label}"><strong>Root cause:</strong> '
-            f"{html_text(root.title)}<ol>{steps}</ol></div>"
+            f"{html_text(root.title)} ({html_text(chain_path(chain))})<ol>{steps}</ol></div>"
         )
     return "".join(out)
 
@@ -295,7 +358,7 @@ def _evidence_table(finding: Finding) -> str:
         f'<td class="mono">{html_text(shorten(format_number(value), 300))}</td></tr>'
         for key, value in finding.evidence.items()
     )
-    return f'<table class="evidence"><tbody>{rows}</tbody></table>'
+    return _table(f"<tbody>{rows}</tbody>", "evidence")
 
 
 def _finding_html(finding: Finding, index: int) -> str:
@@ -355,7 +418,13 @@ def _metrics_table(run: Run) -> str:
         '<th class="num">min</th><th class="num">max</th><th class="num">last</th>'
         '<th class="num">NaN/Inf</th></tr>'
     )
-    return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return _table(f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody>")
+
+
+def _table(inner: str, css_class: str = "") -> str:
+    """A table in a box that scrolls sideways on a narrow window (the page never does)."""
+    attribute = f' class="{css_class}"' if css_class else ""
+    return f'<div class="table-box"><table{attribute}>{inner}</table></div>'
 
 
 def _meta_html(run: Run) -> str:
@@ -370,7 +439,7 @@ def _meta_html(run: Run) -> str:
         )
     if not items:
         return ""
-    return f"<h3>Run metadata</h3><table><tbody>{''.join(items)}</tbody></table>"
+    return "<h3>Run metadata</h3>" + _table(f"<tbody>{''.join(items)}</tbody>")
 
 
 def _checks_html(analysis: Analysis) -> str:
@@ -383,7 +452,7 @@ def _checks_html(analysis: Analysis) -> str:
     if not rows:
         return ""
     head = "<tr><th>detector</th><th>status</th><th>metrics examined, or why not</th></tr>"
-    return f"<h3>Checks</h3><table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+    return "<h3>Checks</h3>" + _table(f"<thead>{head}</thead><tbody>{rows}</tbody>")
 
 
 def _log_section(analysis: Analysis, index: int, several: bool) -> str:
@@ -392,10 +461,12 @@ def _log_section(analysis: Analysis, index: int, several: bool) -> str:
     unchecked = not_a_health_verdict(analysis)
     if worst is None:
         verdict = (
-            '<span class="healthy">No findings: the run looks healthy.</span>'
+            f'{_PASSED_BADGE}<span class="healthy">No findings: the run looks healthy.</span>'
             if unchecked is None
             else f'<span class="muted">No findings, but {html_text(unchecked)}.</span>'
         )
+    elif worst < Severity.WARNING:
+        verdict = _PASSED_BADGE + _passed_text(total_counts([analysis])[Severity.INFO])
     else:
         verdict = f"{_severity_badge(worst)}{counts_phrase(total_counts([analysis]))}"
     suppressed = sum(1 for f in analysis.findings if f.suppressed is not None)
@@ -443,7 +514,7 @@ def _overview(analyses: Sequence[Analysis]) -> str:
         '<tr><th>log</th><th>worst</th><th class="num">errors</th>'
         '<th class="num">warnings</th><th class="num">info</th></tr>'
     )
-    return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return _table(f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody>")
 
 
 def render_html(analyses: Sequence[Analysis]) -> str:
@@ -454,8 +525,10 @@ def render_html(analyses: Sequence[Analysis]) -> str:
         page_title = f"trainspotter: {shown_path(analyses[0].run.source_path)}"
     else:
         page_title = f"trainspotter: {len(analyses)} logs"
-    headline = "healthy: no findings" if worst is None else counts_phrase(totals)
+    headline = counts_phrase(totals)
     badge = _severity_badge(worst)
+    if worst is None or worst < Severity.WARNING:
+        headline, badge = _passed_text(totals[Severity.INFO]), _PASSED_BADGE
     if worst is None and any(not_a_health_verdict(a) is not None for a in analyses):
         headline = "no findings, but not every log could be checked (see Checks)"
         badge = _NOT_CHECKED_BADGE

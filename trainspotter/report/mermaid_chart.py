@@ -41,8 +41,9 @@ import numpy as np
 import numpy.typing as npt
 
 from trainspotter import names
-from trainspotter.model import Finding, FloatArray, IntArray, Run, Series, Severity
+from trainspotter.model import Finding, FloatArray, IntArray, Run, Series
 from trainspotter.report.axes import value_axis
+from trainspotter.report.common import charted_findings
 from trainspotter.report.escape import format_number
 
 BUCKETS = 40
@@ -96,11 +97,6 @@ def _chartable(run: Run, metric: str) -> bool:
         return False
     finite = series.steps[np.isfinite(series.values)]
     return finite.size >= 2 and int(finite[-1]) > int(finite[0])
-
-
-def flagged_findings(findings: Sequence[Finding]) -> list[Finding]:
-    """The findings a chart shades: unsuppressed warnings and errors."""
-    return [f for f in findings if f.suppressed is None and f.severity >= Severity.WARNING]
 
 
 @dataclass(frozen=True)
@@ -174,7 +170,7 @@ def loss_chart(run: Run, findings: Sequence[Finding]) -> LossChart | None:
         y_low, y_high = float(np.log10(axis.low)), float(np.log10(axis.high))
     else:
         y_low, y_high = axis.low, axis.high
-    flagged = flagged_findings(findings)
+    flagged = charted_findings(findings)
     flags = _flag_slots(flagged, low, high)
     title = "Loss by step" + (" (log10)" if axis.log else "")
     if flags.any():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,9 @@ class ChartLine:
     name: str
     series: Series
     style: int = 0
+    candidates: npt.NDArray[np.int64] | None = None
+    """Finite points worth drawing at any size up to some width (`for_sizes`): each
+    size's M4 runs on these instead of the whole series."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class Chart:
     lines: tuple[ChartLine, ...]
     findings: tuple[Finding, ...] = ()
     log_allowed: bool = False
+    schedule: bool = False
+    """An LR schedule: a log axis once it spans one decade (a jump of 10x or more does),
+    judged on its positive values; a warmup from 0 or a decay to 0 sits on the bottom
+    edge of a log axis."""
 
 
 @dataclass(frozen=True)
@@ -102,13 +109,15 @@ def render_chart(
     height: int,
     element_id: str,
     anchor_prefix: str,
+    css_class: str = "",
+    axis: ValueAxis | None = None,
 ) -> str:
     """The chart as an `<svg>` element (no XML prolog, for inline use in HTML).
 
     `step_domain` is shared by the charts of one log so their bands line up;
-    `anchor_prefix + finding.id` is the fragment id of each finding's entry."""
-    all_values = np.concatenate([line.series.values for line in chart.lines])
-    axis = value_axis(all_values, log_allowed=chart.log_allowed)
+    `anchor_prefix + finding.id` is the fragment id of each finding's entry; `axis`
+    (`chart_axis(chart)`, computed once for several sizes of one chart) saves time."""
+    axis = axis or chart_axis(chart)
     label_rows = _label_rows(chart.findings, step_domain, width)
     rows = max(label_rows.values(), default=-1) + 1
     frame = _Frame(
@@ -137,11 +146,35 @@ def render_chart(
     title = html_text(_title_text(chart, axis))
     desc = html_text(_description(chart, axis, summaries))
     return (
-        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+        f'<svg class="{" ".join(("chart", css_class)).strip()}" viewBox="0 0 {width} {height}" '
+        f'role="img" '
         f'aria-labelledby="{element_id}-t {element_id}-d">'
         f'<title id="{element_id}-t">{title}</title>'
         f'<desc id="{element_id}-d">{desc}</desc>' + "".join(parts) + "</svg>"
     )
+
+
+def for_sizes(chart: Chart, widest: int) -> Chart:
+    """The chart with each line's M4 candidates for plots up to `widest` units wide, so
+    drawing it at several sizes reads a long series once, not once per size (M4 of
+    the M4 points keeps each narrower column's first, last, min and max)."""
+    plot_width = max(1, widest - MARGIN_LEFT - MARGIN_RIGHT)
+    lines = []
+    for line in chart.lines:
+        finite_idx = np.flatnonzero(np.isfinite(line.series.values))
+        local = m4_indices(
+            line.series.steps[finite_idx], line.series.values[finite_idx], plot_width
+        )
+        lines.append(replace(line, candidates=finite_idx[local]))
+    return replace(chart, lines=tuple(lines))
+
+
+def chart_axis(chart: Chart) -> ValueAxis:
+    """The chart's value axis (`axes.value_axis`; a schedule judged on positive values)."""
+    all_values = np.concatenate([line.series.values for line in chart.lines])
+    if chart.schedule:
+        return value_axis(all_values[all_values > 0], log_allowed=True, log_decades=1.0)
+    return value_axis(all_values, log_allowed=chart.log_allowed)
 
 
 def _title_text(chart: Chart, axis: ValueAxis) -> str:
@@ -260,15 +293,16 @@ def _line(line: ChartLine, axis: ValueAxis, frame: _Frame) -> tuple[str, str]:
     out: list[str] = []
     summary = f"{line.name}: {len(values):,} points"
     if finite_idx.size:
-        local = m4_indices(steps[finite_idx], values[finite_idx], max(1, int(frame.width)))
-        chosen = finite_idx[local]
+        pool = finite_idx if line.candidates is None else line.candidates
+        chosen = pool[m4_indices(steps[pool], values[pool], max(1, int(frame.width)))]
         if chosen.size < finite_idx.size:
             summary += f" ({chosen.size:,} drawn, shape-preserving)"
         nonfinite_before = np.cumsum(~finite)
         starts = np.ones(chosen.size, dtype=bool)
         starts[1:] = nonfinite_before[chosen[1:]] != nonfinite_before[chosen[:-1]]
         xs = frame.x(steps[chosen])
-        fraction = axis.fraction(values[chosen])
+        # on a log axis a value <= 0 (an LR of 0) has no position: the bottom edge
+        fraction = np.nan_to_num(axis.fraction(values[chosen]), nan=0.0)
         ys = frame.y(fraction)
         out.append(f'<path class="line line-{line.style}" d="{_path_data(xs, ys, starts)}"/>')
         if finite_idx.size <= DOTS_BELOW:
