@@ -120,7 +120,9 @@ snapshots: $(STAMP)
 	TRAINSPOTTER_UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/report/test_terminal_snapshots.py
 
 screenshot: $(STAMP)
-	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report.png
+	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report.png 1400 1500
+	$(BIN)/python tests/report/browser.py examples/divergence docs/divergence-report-420.png 420 1500
+	$(BIN)/python tests/report/browser.py examples/healthy docs/healthy-report-800.png 800 1100
 
 # Mermaid's own CLI (npm @mermaid-js/mermaid-cli, pinned) in .cache/mermaid-cli, not globally,
 # so tests/report/test_mermaid_render.py can render the Markdown report's chart to SVG.

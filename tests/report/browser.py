@@ -17,7 +17,9 @@ share of rows with non-zero filtered bytes measures how much of the page has con
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -26,6 +28,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -83,6 +86,180 @@ def capture(page: Path, size: tuple[int, int] = (1280, 2000), dark: bool = False
             argv, capture_output=True, timeout=TIMEOUT_SECONDS, check=True, stdin=subprocess.DEVNULL
         )
         return Capture(png.read_bytes(), page_requests(netlog))
+
+
+# Measured in the page (DevTools Runtime.evaluate, which the page's CSP does not block):
+# the layout viewport, how wide the page's content is, elements that stick out of the
+# viewport (outside a box that scrolls sideways), and the rendered size of every visible
+# text: CSS font size times the SVG's scale on screen for chart text.
+_MEASURE = r"""(() => {
+  const root = document.documentElement;
+  const view = root.clientWidth;
+  const scrolls = (el) => {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      const style = getComputedStyle(p);
+      if (style.overflowX === "auto" || style.overflowX === "scroll") return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const el of document.body.querySelectorAll("*")) {
+    const rect = el.getBoundingClientRect();
+    if (rect.width === 0 || el.closest("title, desc, style")) continue;
+    if (rect.right > view + 0.5 && !scrolls(el)) out.push(el.tagName);
+  }
+  const fonts = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!node.textContent.trim() || !el || el.closest("title, desc, style")) continue;
+    if (el.getClientRects().length === 0) continue;
+    let size = parseFloat(getComputedStyle(el).fontSize);
+    if (el instanceof SVGElement) {
+      const m = el.getScreenCTM();
+      size *= Math.hypot(m.a, m.b);
+    }
+    fonts.push([Math.round(size * 100) / 100, node.textContent.trim().slice(0, 40),
+                el instanceof SVGElement]);
+  }
+  return {view, scroll_width: root.scrollWidth, overflowing: out.slice(0, 20), fonts};
+})()"""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a page looks like at one window width."""
+
+    png: bytes
+    view_width: int
+    scroll_width: int
+    """The page's content width: more than `view_width` means a horizontal scrollbar."""
+    overflowing: list[str]
+    """Elements reaching past the window's right edge (outside a sideways-scrolling box)."""
+    fonts: list[tuple[float, str, bool]]
+    """Rendered font size in CSS px of each visible text, its first characters, and
+    whether it is chart (SVG) text."""
+
+
+def measure(page: Path, width: int, height: int = 1400, dark: bool = False) -> Layout:
+    """Load `page` at a window `width` CSS px wide and measure it over the DevTools
+    protocol (Chromium's --remote-debugging-pipe: JSON messages ending in NUL on fds
+    3 and 4), with a screenshot of the first `height` px."""
+    binary = chromium_path()
+    if binary is None:
+        raise RuntimeError("chromium is not installed")
+    with tempfile.TemporaryDirectory(prefix="trainspotter-chromium-") as work:
+        to_browser_r, to_browser_w = os.pipe()
+        from_browser_r, from_browser_w = os.pipe()
+
+        def child_fds() -> None:  # the pipe ends where Chromium expects them
+            high_r, high_w = os.dup(to_browser_r), os.dup(from_browser_w)
+            os.dup2(high_r, 3)
+            os.dup2(high_w, 4)
+
+        argv = [
+            binary,
+            *CHROMIUM_FLAGS,
+            "--remote-debugging-pipe",
+            f"--user-data-dir={Path(work) / 'profile'}",
+            f"--window-size={width},{height}",
+            *(["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] if dark else []),
+            "about:blank",
+        ]
+        proc = subprocess.Popen(
+            argv,
+            # fds 3 and 4 are set after the fork; close_fds would close them again, and
+            # every other pipe end is close-on-exec (PEP 446), so nothing else leaks
+            close_fds=False,
+            preexec_fn=child_fds,  # a test helper, single-threaded
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        cdp = _Pipe(to_browser_w, from_browser_r)
+        try:
+            target = next(
+                t["targetId"]
+                for t in cdp.call("Target.getTargets")["targetInfos"]
+                if t["type"] == "page"
+            )
+            session = cdp.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            cdp.call(
+                "Emulation.setDeviceMetricsOverride",
+                session,
+                width=width,
+                height=height,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            cdp.call("Page.enable", session)
+            cdp.call("Page.navigate", session, url=page.resolve().as_uri())
+            cdp.wait_for("Page.loadEventFired", session)
+            result = cdp.call("Runtime.evaluate", session, expression=_MEASURE, returnByValue=True)[
+                "result"
+            ]["value"]
+            shot = cdp.call("Page.captureScreenshot", session, format="png")["data"]
+            cdp.call("Browser.close")
+        finally:
+            os.close(to_browser_w)
+            os.close(from_browser_r)
+            try:
+                proc.wait(timeout=TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return Layout(
+        base64.b64decode(shot),
+        int(result["view"]),
+        int(result["scroll_width"]),
+        list(result["overflowing"]),
+        [(float(size), str(text), bool(svg)) for size, text, svg in result["fonts"]],
+    )
+
+
+class _Pipe:
+    """The DevTools protocol over Chromium's debugging pipe (one command at a time)."""
+
+    def __init__(self, write_fd: int, read_fd: int) -> None:
+        self._write, self._read = write_fd, read_fd
+        self._buffer = b""
+        self._next_id = 0
+        self._events: list[dict[str, Any]] = []
+
+    def _message(self) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            chunk = os.read(self._read, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium closed the debugging pipe")
+            self._buffer += chunk
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        self._next_id += 1
+        command: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            command["sessionId"] = session
+        os.write(self._write, json.dumps(command).encode() + b"\0")
+        while True:
+            message = self._message()
+            if message.get("id") == self._next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                result: dict[str, Any] = message.get("result", {})
+                return result
+            self._events.append(message)
+
+    def wait_for(self, event: str, session: str) -> None:
+        while True:
+            for message in self._events:
+                if message.get("method") == event and message.get("sessionId") == session:
+                    self._events.remove(message)
+                    return
+            self._events.append(self._message())
 
 
 def page_requests(netlog: Path) -> list[str]:
@@ -165,20 +342,27 @@ def render_example(folder: Path, out_html: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`browser.py EXAMPLE_FOLDER OUT.png`: the screenshot the README shows."""
-    if len(argv) != 2:
+    """`browser.py EXAMPLE_FOLDER OUT.png [WIDTH [HEIGHT]]`: a screenshot the README shows
+    (default 1400 x 1500 CSS px)."""
+    if len(argv) not in (2, 3, 4):
         print(__doc__)
         return 2
     folder, out_png = Path(argv[0]), Path(argv[1])
+    width = int(argv[2]) if len(argv) > 2 else 1400
+    height = int(argv[3]) if len(argv) > 3 else 1500
     with tempfile.TemporaryDirectory() as work:
         page = Path(work) / "report.html"
         render_example(folder, page)
-        shot = capture(page, size=(1280, 1500))
+        shot = capture(page, size=(width, height))
+        layout = measure(page, width, height)
     if shot.page_requests:
         print(f"the page made requests: {shot.page_requests}", file=sys.stderr)
         return 1
-    out_png.write_bytes(shot.png)
-    print(f"wrote {out_png} ({len(shot.png):,} bytes)")
+    if layout.scroll_width > layout.view_width or layout.overflowing:
+        print(f"the page overflows at {width} px: {layout.overflowing}", file=sys.stderr)
+        return 1
+    out_png.write_bytes(layout.png)
+    print(f"wrote {out_png} ({len(layout.png):,} bytes)")
     return 0
 
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browser import capture, chromium_path, render_example, summarize_png
+from browser import capture, chromium_path, measure, render_example, summarize_png
 from report_fixtures import (
     analysis_of,
     assert_self_contained,
@@ -96,3 +96,46 @@ def test_examples_exist_or_say_so() -> None:
     if not EXAMPLES:
         pytest.skip("no examples/*/trainer_state.json yet")
     assert shutil.which("chromium") or Path("/usr/bin/chromium").exists()
+
+
+WIDTHS = (420, 800, 1400)
+MIN_FONT_PX = 11.0
+MAX_CHART_FONT_PX = 13 * 1.5
+"""The largest chart text (13 px titles) may be drawn at: each chart comes in several
+widths, so no window blows a chart's labels up much either."""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("example", ["healthy", "divergence"])
+def test_readable_at_each_width(example: str, width: int, tmp_path: Path) -> None:
+    """No horizontal overflow and no text under 11 px (chart text measured as drawn:
+    its CSS size times the SVG's scale on screen) at 420, 800 and 1400 px."""
+    page = tmp_path / f"{example}.html"
+    render_example(REPO / "examples" / example, page)
+    layout = measure(page, width)
+    assert layout.view_width == width
+    assert layout.scroll_width <= width, layout.overflowing
+    assert layout.overflowing == []
+    chart_text = [size for size, _, svg in layout.fonts if svg]
+    assert len(chart_text) > 20  # tick labels, titles: the charts were drawn
+    too_small = [(size, text) for size, text, _ in layout.fonts if size < MIN_FONT_PX]
+    assert too_small == []
+    assert max(chart_text) <= MAX_CHART_FONT_PX
+    summary = summarize_png(layout.png)
+    assert summary.width == width and summary.content_rows > 0.3
+    _keep(layout.png, f"{example}-{width}.png")
+
+
+def test_the_measure_catches_overflow_and_small_text(tmp_path: Path) -> None:
+    """The control: a page that overflows and has 8 px text is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!DOCTYPE html><meta name="viewport" content="width=device-width">'
+        '<body style="margin:0"><div style="width:900px">wide</div>'
+        '<svg viewBox="0 0 960 100" style="width:420px"><text x="0" y="50" '
+        'font-size="12">tiny</text></svg></body>'
+    )
+    layout = measure(page, 420)
+    assert layout.scroll_width > 420 and layout.overflowing
+    sizes = {text: size for size, text, _ in layout.fonts}
+    assert sizes["tiny"] < 6

@@ -119,11 +119,12 @@ def render_chart(
     (`chart_axis(chart)`, computed once for several sizes of one chart) saves time."""
     axis = axis or chart_axis(chart)
     label_rows = _label_rows(chart.findings, step_domain, width)
+    legend_row = _legend_row(chart, axis, width)
     rows = max(label_rows.values(), default=-1) + 1
     frame = _Frame(
         left=MARGIN_LEFT,
         right=width - MARGIN_RIGHT,
-        top=TITLE_ROW + rows * LABEL_ROW + 6,
+        top=TITLE_ROW + (legend_row + rows) * LABEL_ROW + 6,
         bottom=height - MARGIN_BOTTOM,
         step_low=float(step_domain[0]),
         step_high=float(step_domain[1]),
@@ -131,7 +132,8 @@ def render_chart(
     parts: list[str] = []
     parts.append(_y_axis(axis, frame))
     parts.append(_x_axis(frame))
-    parts.extend(_bands(chart.findings, frame, label_rows, anchor_prefix))
+    label_top = TITLE_ROW + legend_row * LABEL_ROW
+    parts.extend(_bands(chart.findings, frame, label_rows, anchor_prefix, label_top))
     marks, marks_summary = _nonfinite_marks(chart.lines, frame)
     parts.append(marks)
     summaries: list[str] = []
@@ -142,7 +144,7 @@ def render_chart(
     if marks_summary:
         summaries.append(marks_summary)
     parts.append(_frame_box(frame))
-    parts.append(_heading(chart, axis, width))
+    parts.append(_heading(chart, axis, width, legend_row))
     title = html_text(_title_text(chart, axis))
     desc = html_text(_description(chart, axis, summaries))
     return (
@@ -182,20 +184,33 @@ def _title_text(chart: Chart, axis: ValueAxis) -> str:
     return f"{chart.title}: {names} by step" + (" (log scale)" if axis.log else "")
 
 
-def _heading(chart: Chart, axis: ValueAxis, width: int) -> str:
-    """Chart title on the left and a legend (one swatch per series) on the right."""
+def _legend_row(chart: Chart, axis: ValueAxis, width: int) -> int:
+    """0: the legend fits right of the title; 1: it goes on a row of its own below
+    (a narrow chart). Widths estimated at ~7.8 units per title and 7.2 per legend character."""
+    if len(chart.lines) < 2:
+        return 0
+    title = shorten(chart.title, NAME_LIMIT) + (" (log scale)" if axis.log else "")
+    legend = sum(7.2 * max(len(shorten(ln.name, 40)), 7) + 36 for ln in chart.lines)
+    fits = MARGIN_LEFT + 7.8 * len(title) + 16 <= width - MARGIN_RIGHT - legend
+    return 0 if fits else 1
+
+
+def _heading(chart: Chart, axis: ValueAxis, width: int, legend_row: int) -> str:
+    """Chart title on the left and a legend (one swatch per series) on the right, or
+    on the row below when they would overlap."""
     title = html_name(chart.title, NAME_LIMIT) + (" (log scale)" if axis.log else "")
     out = [f'<text class="chart-title" x="{MARGIN_LEFT}" y="15">{title}</text>']
+    y = 15 + legend_row * LABEL_ROW
     if len(chart.lines) > 1:
         x = float(width - MARGIN_RIGHT)
         for line in reversed(chart.lines):
             name = shorten(line.name, 40)
             x -= 7.2 * max(len(name), 7)
-            out.append(f'<text class="legend" x="{x:.0f}" y="15">{html_name(name)}</text>')
+            out.append(f'<text class="legend" x="{x:.0f}" y="{y}">{html_name(name)}</text>')
             x -= 22
             out.append(
-                f'<line class="line line-{line.style}" x1="{x:.0f}" y1="11" '
-                f'x2="{x + 16:.0f}" y2="11"/>'
+                f'<line class="line line-{line.style}" x1="{x:.0f}" y1="{y - 4}" '
+                f'x2="{x + 16:.0f}" y2="{y - 4}"/>'
             )
             x -= 14
     return "".join(out)
@@ -262,7 +277,11 @@ def _label_rows(
 
 
 def _bands(
-    findings: Sequence[Finding], frame: _Frame, rows: dict[str, int], anchor_prefix: str
+    findings: Sequence[Finding],
+    frame: _Frame,
+    rows: dict[str, int],
+    anchor_prefix: str,
+    label_top: float,
 ) -> list[str]:
     out = []
     for finding in findings:
@@ -270,7 +289,7 @@ def _bands(
         if x1 - x0 < 3:
             middle = (x0 + x1) / 2
             x0, x1 = middle - 1.5, middle + 1.5
-        label_y = TITLE_ROW + rows.get(finding.id, 0) * LABEL_ROW + 12
+        label_y = label_top + rows.get(finding.id, 0) * LABEL_ROW + 12
         tooltip = html_text(
             f"{finding.id} {finding.severity.label}, {step_range(finding)}: {finding.title}"
         )
