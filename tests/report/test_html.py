@@ -16,12 +16,12 @@ from report_fixtures import (
     divergent_findings,
     divergent_run,
 )
-from synth import every, make_run
+from synth import decaying_loss, every, make_run, warmup_cosine
 
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report import REPORTS, RenderOptions
-from trainspotter.report.html import CSS, chart_plan, render_html
+from trainspotter.report.html import CSS, chart_plan, render_html, schedule_wants_log
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -257,3 +257,63 @@ def test_escaping_is_linear_time() -> None:
     ):
         sink(blob)
     assert time.perf_counter() - start < 2.0
+
+
+def test_healthy_run_says_passed_and_shades_nothing() -> None:
+    """Info notes (a converged tail) are listed, not drawn: a band reads as a problem."""
+    steps = every(2000, 10)
+    run = make_run(
+        {"train/loss": (steps, decaying_loss(steps)), "lr": (steps, warmup_cosine(steps))}
+    )
+    note = Finding("plateau", "loss converged", Severity.INFO, "train/loss", 1500, 2000, "m")
+    page = render_html([analysis_of(run, [note], ran=["plateau", "spikes"])])
+    assert '<span class="sev sev-ok">passed</span>no warnings or errors; 1 info note below' in page
+    assert 'class="band' not in page and "sev-info rect" in page  # style only, no band
+    assert 'id="log1-F1"' in page and "loss converged" in page  # the note is listed
+    assert ">info</span>" in page  # its own badge, in the findings list
+
+
+def test_job_bookkeeping_metrics_are_tabled_not_charted() -> None:
+    steps = every(1000, 100)
+    run = make_run(
+        {
+            "train/loss": (steps, decaying_loss(steps)),
+            "eval/loss": (steps, decaying_loss(steps, seed=1)),
+            "eval/accuracy": (steps, np.linspace(0.5, 0.9, steps.size)),
+            "eval/runtime": (steps, np.full(steps.size, 3.2)),
+            "eval/samples_per_second": (steps, np.full(steps.size, 310.0)),
+            "eval/steps_per_second": (steps, np.full(steps.size, 9.7)),
+            "total_flos": (steps, np.full(steps.size, 1e15)),
+        }
+    )
+    charts, skipped = chart_plan(analysis_of(run, []))
+    charted = {ln.name for c in charts for ln in c.lines}
+    assert charted == {"train/loss", "eval/loss", "eval/accuracy"} and skipped == []
+    page = render_html([analysis_of(run, [])])
+    assert "<code>eval/runtime</code>" in page  # still in the metrics table
+    # a finding about one of them brings its chart back
+    slow = Finding("throughput", "eval slowed", Severity.WARNING, "eval/runtime", 500, 900, "m")
+    charts, _ = chart_plan(analysis_of(run, [slow]))
+    assert "eval/runtime" in [c.title for c in charts]
+
+
+def test_lr_log_axis_when_it_jumps_or_spans_decades() -> None:
+    steps = every(1000, 1)
+    cosine = warmup_cosine(steps, peak=1e-3, warmup=50)
+    jump = np.where(steps >= 300, cosine * 100, cosine)
+    step_decay = 1e-2 * 0.1 ** (steps // 250)
+    assert not schedule_wants_log(make_run({"lr": (steps, cosine)}).metrics["lr"])
+    for values in (jump, step_decay):
+        series = make_run({"lr": (steps, values)}).metrics["lr"]
+        assert schedule_wants_log(series)
+        run = make_run({"train/loss": (steps, decaying_loss(steps)), "lr": (steps, values)})
+        charts, _ = chart_plan(analysis_of(run, []))
+        assert charts[1].title == "Learning rate" and charts[1].log_forced
+        desc = render_html([analysis_of(run, [])])
+        assert "Learning rate (log scale)" in desc
+    # an LR of 0 (a warmup from 0) sits on the bottom edge of the log axis, no NaN drawn
+    with_zero = jump.copy()
+    with_zero[0] = 0.0
+    run = make_run({"train/loss": (steps, decaying_loss(steps)), "lr": (steps, with_zero)})
+    page = render_html([analysis_of(run, [])])
+    assert "nan" not in page.lower().replace("nan/inf", "")

@@ -23,9 +23,11 @@ import json
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 from trainspotter import __version__, names
 from trainspotter.analysis import Analysis
-from trainspotter.model import Finding, Run, Severity
+from trainspotter.model import Finding, Run, Series, Severity
 from trainspotter.paths import shown_path
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
@@ -72,10 +74,10 @@ BOOKKEEPING = re.compile(
 charted only when a finding is about them."""
 # (title, metrics, log axis allowed): the named panels, in page order. Losses and gradient
 # norms may get a log axis (see axes.py); other metrics whose name says loss too; the LR
-# goes log from one decade (`Chart.schedule`).
+# by `schedule_wants_log`.
 _PANELS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("Loss", (names.TRAIN_LOSS, names.EVAL_LOSS), True),
-    ("Learning rate", (names.LR,), True),
+    ("Learning rate", (names.LR,), False),
     ("Gradient norm", (names.GRAD_NORM,), True),
     ("Throughput", (names.THROUGHPUT,), False),
     ("Step time", (names.STEP_TIME,), False),
@@ -261,8 +263,8 @@ def chart_plan(analysis: Analysis) -> tuple[list[Chart], list[str]]:
         present = [m for m in metrics if m in run.metrics and len(run.metrics[m])]
         if present:
             lines = tuple(ChartLine(m, run.metrics[m], i) for i, m in enumerate(present))
-            schedule = metrics == (names.LR,)
-            charts.append(Chart(title, lines, log_allowed=log_allowed, schedule=schedule))
+            log_forced = metrics == (names.LR,) and schedule_wants_log(run.metrics[names.LR])
+            charts.append(Chart(title, lines, log_allowed=log_allowed, log_forced=log_forced))
             used.update(present)
     with_findings = {f.metric for f in active_findings(analysis)}
     others = sorted(
@@ -290,10 +292,31 @@ def chart_plan(analysis: Analysis) -> tuple[list[Chart], list[str]]:
         )
         placed[target].append(finding)
     charts = [
-        Chart(c.title, c.lines, tuple(placed[i]), c.log_allowed, c.schedule)
+        Chart(c.title, c.lines, tuple(placed[i]), c.log_allowed, c.log_forced)
         for i, c in enumerate(charts)
     ]
     return charts, skipped
+
+
+SCHEDULE_DECADE = 10.0
+
+
+def schedule_wants_log(series: Series) -> bool:
+    """An LR schedule gets a log axis when most of it lives a decade or more below its
+    peak (99th percentile / median of the positive values > 10: a step decay, an
+    exponential decay, a 1e-4 cut), or when it jumps up 10x or more between two logged
+    points and stays up (a resumed run's LR jump: on a linear axis the schedule before
+    it is a flat line at 0). A warmup, a cosine or a linear decay keeps the linear axis
+    that shows its shape. Values <= 0 are left out (a warmup from 0, a decay to 0)."""
+    positive = series.values[np.isfinite(series.values) & (series.values > 0)]
+    if positive.size < 2:
+        return False
+    peak, median = np.percentile(positive, [99.0, 50.0])
+    if float(peak) > SCHEDULE_DECADE * float(median):
+        return True
+    # a jump holds for two points: one outlier is the outlier cap's job, not the axis'
+    before = SCHEDULE_DECADE * positive[:-2]
+    return bool(np.any((positive[1:-1] > before) & (positive[2:] > before)))
 
 
 def _charts_html(analysis: Analysis, index: int) -> str:

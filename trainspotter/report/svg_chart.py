@@ -65,10 +65,9 @@ class Chart:
     lines: tuple[ChartLine, ...]
     findings: tuple[Finding, ...] = ()
     log_allowed: bool = False
-    schedule: bool = False
-    """An LR schedule: a log axis once it spans one decade (a jump of 10x or more does),
-    judged on its positive values; a warmup from 0 or a decay to 0 sits on the bottom
-    edge of a log axis."""
+    log_forced: bool = False
+    """A log axis whatever the span (the caller judged it: an LR schedule that jumps or
+    spans decades), on the positive values; a value of 0 sits on the bottom edge."""
 
 
 @dataclass(frozen=True)
@@ -172,10 +171,10 @@ def for_sizes(chart: Chart, widest: int) -> Chart:
 
 
 def chart_axis(chart: Chart) -> ValueAxis:
-    """The chart's value axis (`axes.value_axis`; a schedule judged on positive values)."""
+    """The chart's value axis (`axes.value_axis`; a forced log one on positive values)."""
     all_values = np.concatenate([line.series.values for line in chart.lines])
-    if chart.schedule:
-        return value_axis(all_values[all_values > 0], log_allowed=True, log_decades=1.0)
+    if chart.log_forced:
+        return value_axis(all_values[all_values > 0], log_allowed=True, log_decades=0.0)
     return value_axis(all_values, log_allowed=chart.log_allowed)
 
 
