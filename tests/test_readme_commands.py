@@ -133,6 +133,7 @@ NOT_RUN: dict[str, tuple[str, Callable[[list[str]], None]]] = {
     ),
     "make test-integrations": ("installs torch and the frameworks; .ci/run runs it", _check_make),
     "make lock": ("resolves against PyPI (network)", _check_make),
+    "make mermaid-cli": ("installs from npm (network); .ci/run runs it", _check_make),
     "make site": ("creates .venv-run from PyPI; tests/test_site.py runs its script", _check_make),
 }
 
