@@ -21,7 +21,8 @@ from synth import decaying_loss, every, make_run, warmup_cosine
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report import REPORTS, RenderOptions
-from trainspotter.report.html import CSS, chart_plan, render_html, schedule_wants_log
+from trainspotter.report.html import CSS, render_html
+from trainspotter.report.html_charts import chart_plan, schedule_wants_log
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

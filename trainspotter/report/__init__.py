@@ -1,8 +1,10 @@
 """The report registry: one module per output format; adding one is a module and a line.
 
 Shared by all formats: `common.py` (counting, ordering, paths, fingerprints, detector
-docs) and `escape.py` (one escaping function per sink). The HTML charts are drawn by
-`svg_chart.py` with `axes.py` (ticks, scales) and `downsample.py` (M4).
+docs) and `escape.py` (one escaping function per sink). The HTML charts are chosen by
+`html_charts.py` and drawn by `svg_chart.py` with `axes.py` (ticks, scales) and
+`downsample.py` (M4); the Markdown report's loss chart is a Mermaid block
+(`mermaid_chart.py`).
 """
 
 from __future__ import annotations
