@@ -10,8 +10,9 @@ would not. Light and dark mode follow the reader's system through
 Per log, in reading order: what was read (path, format, steps, metrics), the verdict
 ("passed" in green when there is no warning or error, else the worst severity and the
 counts), the root cause of each linked incident with its chain (the words of the
-Markdown and JSON reports), the charts, every finding with its evidence and fixes, the metrics table, reader notes and the run's metadata. Several logs
-get a summary table at the top and one section each.
+Markdown and JSON reports), the charts, every finding with its evidence and fixes, the
+metrics table, reader notes and the run's metadata. Several logs get a summary table at
+the top and one section each.
 
 Every log-derived string (paths, metric and run names, titles, evidence, notes, metadata)
 passes through `escape.html_text`. This module lays out the page; the charts, axes and
