@@ -286,6 +286,29 @@ def _checks_text(analysis: Analysis) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _other_checks(analyses: Sequence[Analysis], section: int) -> list[_Piece]:
+    """What was checked on the logs listed in one line each, collapsed at the end (a
+    "not checked" line says why in its line already; this names every detector)."""
+    blocks = [(a, _checks_text(a)) for a in analyses]
+    blocks = [(a, text) for a, text in blocks if text]
+    if not blocks:
+        return []
+    pieces = [
+        _Piece(
+            f"\n<details><summary>Checks of the {plural(len(blocks), 'log')} without "
+            "warnings</summary>\n\n",
+            FRAMES,
+            section,
+        )
+    ]
+    pieces.extend(
+        _Piece(f"**{_log_text(log_label(a.run), 300)}**\n\n{text}", DETAILS, section)
+        for a, text in blocks
+    )
+    pieces.append(_Piece("</details>\n", FRAMES, section))
+    return pieces
+
+
 def _fit_pieces(pieces: Sequence[_Piece], budget: int) -> tuple[list[_Piece], dict[int, int]]:
     """The pieces that fit in `budget` UTF-8 bytes, in their order: every HEAD piece,
     then each later tier's pieces in order until the first that does not fit. A
@@ -337,6 +360,8 @@ def render_markdown(
     attention = [a for a in analyses if _needs_attention(a, fail_on)]
     for section, analysis in enumerate(attention):
         pieces.extend(_section(analysis, section, with_chart=section < MAX_CHARTS))
+    others = [a for a in analyses if not _needs_attention(a, fail_on)]
+    pieces.extend(_other_checks(others, section=len(attention)))
     if len(attention) > MAX_CHARTS:
         pieces.append(
             _Piece(
