@@ -35,6 +35,7 @@ from trainspotter.report import comparison
 from trainspotter.report.base import RenderOptions
 from trainspotter.report.common import (
     chain_findings,
+    chain_link,
     chain_path,
     checks_not_run,
     checks_ran,
@@ -286,17 +287,25 @@ def _checks_text(analysis: Analysis) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _notes_text(analysis: Analysis) -> str:
+    """The info notes of a log without warnings: `Notes: F1 plateau, steps ...: TITLE`."""
+    notes = [f for f in findings_root_cause_first(analysis) if f.suppressed is None]
+    if not notes:
+        return ""
+    return "Notes: " + "; ".join(_log_text(chain_link(f), 400) for f in notes) + "\n\n"
+
+
 def _other_checks(analyses: Sequence[Analysis], section: int) -> list[_Piece]:
-    """What was checked on the logs listed in one line each, collapsed at the end (a
-    "not checked" line says why in its line already; this names every detector)."""
-    blocks = [(a, _checks_text(a)) for a in analyses]
+    """The info notes and what was checked on the logs listed in one line each,
+    collapsed at the end (a "not checked" line says why in its line already)."""
+    blocks = [(a, _notes_text(a) + _checks_text(a)) for a in analyses]
     blocks = [(a, text) for a, text in blocks if text]
     if not blocks:
         return []
     pieces = [
         _Piece(
-            f"\n<details><summary>Checks of the {plural(len(blocks), 'log')} without "
-            "warnings</summary>\n\n",
+            f"\n<details><summary>Notes and checks of the {plural(len(blocks), 'log')} "
+            "without warnings</summary>\n\n",
             FRAMES,
             section,
         )
