@@ -121,7 +121,7 @@ def test_a_healthy_run_reads_healthy_and_lists_its_checks() -> None:
     verbose = REPORTS["terminal"].render([analysis], RenderOptions(verbose=True))
     assert "Checked: " in verbose and "spikes (" in verbose
     markdown = render("markdown", analysis)
-    assert "passed, 1,000 steps, no warnings or errors" in markdown and "Checked: " in markdown
+    assert "passed, 1000 steps, no warnings or errors" in markdown and "Checked: " in markdown
 
 
 def test_check_text_from_the_log_is_escaped() -> None:

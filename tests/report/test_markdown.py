@@ -65,7 +65,7 @@ def test_healthy_logs_one_line_each_failing_ones_a_section(
     assert text.splitlines()[0].startswith("## trainspotter: \U0001f534 failed (1 of 2 logs, ")
     assert text.count("\n### ") == 1
     healthy_lines = [line for line in text.splitlines() if "runs/healthy" in line]
-    assert healthy_lines == ["- \u2705 runs/healthy/metrics.csv: passed, 1,990 steps, no findings"]
+    assert healthy_lines == ["- \u2705 runs/healthy/metrics.csv: passed, 1990 steps, no findings"]
     # the headline (verdict, counts, each log's line) comes before any section
     assert text.index("runs/healthy") < text.index("\n### ")
 

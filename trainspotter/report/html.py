@@ -278,7 +278,7 @@ def _metrics_table(run: Run) -> str:
         rows.append(
             f"<tr><td><code>{html_name(name)}</code></td>"
             f'<td class="num">{len(series):,}</td>'
-            f'<td class="num">{int(series.steps[0]):,}\u2013{int(series.steps[-1]):,}</td>'
+            f'<td class="num">{int(series.steps[0])}-{int(series.steps[-1])}</td>'
             f'<td class="num">{low}</td><td class="num">{high}</td>'
             f'<td class="num">{format_number(float(series.values[-1]))}</td>'
             f'<td class="num">{series.nonfinite_count():,}</td></tr>'

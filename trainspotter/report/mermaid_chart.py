@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.model import Finding, FloatArray, IntArray, Run, Series
+from trainspotter.report import wording
 from trainspotter.report.axes import value_axis
 from trainspotter.report.common import charted_findings
 from trainspotter.report.escape import format_number
@@ -238,7 +239,7 @@ def caption(chart: LossChart) -> str:
         f"{colour}: {metric}" for colour, metric in zip(COLOUR_NAMES, chart.metrics, strict=False)
     )
     parts = [
-        f"{drawn}, steps {chart.step_low:,}\u2013{chart.step_high:,}"
+        f"{drawn}, {wording.step_span(chart.step_low, chart.step_high)}"
         + (" (log10 axis)" if chart.log_scale else "")
         + f"; each of {BUCKETS} ranges of ~{format_number(round(chart.bucket_steps, 1))} steps "
         "drawn as its first, lowest, highest and last value"
@@ -249,6 +250,6 @@ def caption(chart: LossChart) -> str:
         parts.append(f"values above {format_number(chart.capped_above)} drawn at the top edge")
     if chart.nonfinite_steps is not None:
         first, last = chart.nonfinite_steps
-        where = f"step {first:,}" if first == last else f"steps {first:,}\u2013{last:,}"
+        where = wording.step_span(first, last)
         parts.append(f"NaN/Inf at {where} drawn at the top edge")
     return "; ".join(parts) + "."
