@@ -287,6 +287,13 @@ def _checks_text(analysis: Analysis) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _comparison_text(analysis: Analysis) -> str:
+    """The comparison with a baseline run, when the log has one."""
+    if analysis.comparison is None:
+        return ""
+    return comparison.markdown_block(analysis.comparison, markdown_text).lstrip("\n") + "\n"
+
+
 def _notes_text(analysis: Analysis) -> str:
     """The info notes of a log without warnings: `Notes: F1 plateau, steps ...: TITLE`."""
     notes = [f for f in findings_root_cause_first(analysis) if f.suppressed is None]
@@ -296,9 +303,9 @@ def _notes_text(analysis: Analysis) -> str:
 
 
 def _other_checks(analyses: Sequence[Analysis], section: int) -> list[_Piece]:
-    """The info notes and what was checked on the logs listed in one line each,
+    """The comparison, info notes and what was checked on the logs listed in one line each,
     collapsed at the end (a "not checked" line says why in its line already)."""
-    blocks = [(a, _notes_text(a) + _checks_text(a)) for a in analyses]
+    blocks = [(a, _comparison_text(a) + _notes_text(a) + _checks_text(a)) for a in analyses]
     blocks = [(a, text) for a, text in blocks if text]
     if not blocks:
         return []
