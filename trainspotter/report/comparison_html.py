@@ -13,10 +13,9 @@ from trainspotter.compare.model import Comparison
 from trainspotter.detectors.regression.params import NAME as REGRESSION
 from trainspotter.report import comparison as text
 from trainspotter.report.escape import html_text
-from trainspotter.report.svg_chart import Chart, ChartLine, render_chart
+from trainspotter.report.html_charts import chart_figure
+from trainspotter.report.svg_chart import Chart, ChartLine
 
-CHART_SIZE = (960, 260)
-"""viewBox of an overlay chart (as wide as the page's main chart)."""
 MAX_OVERLAYS = 6
 """At most this many overlaid metrics per log (the compared ones come first)."""
 
@@ -74,13 +73,13 @@ def comparison_section(analysis: Analysis, anchor_prefix: str) -> str:
             findings,
             log_allowed=names.is_loss_like(metric),
         )
-        svg = render_chart(
-            chart,
-            step_domain=(low, high),
-            width=CHART_SIZE[0],
-            height=CHART_SIZE[1],
-            element_id=f"{anchor_prefix}compare{number}",
-            anchor_prefix=anchor_prefix,
+        parts.append(
+            chart_figure(
+                chart,
+                main=True,
+                step_domain=(low, high),
+                element_id=f"{anchor_prefix}compare{number}",
+                anchor_prefix=anchor_prefix,
+            )
         )
-        parts.append(f"<figure>{svg}</figure>")
     return "".join(parts)

@@ -128,6 +128,30 @@ def schedule_wants_log(series: Series) -> bool:
     return bool(np.any((positive[1:-1] > before) & (positive[2:] > before)))
 
 
+def chart_figure(
+    chart: Chart, *, main: bool, step_domain: tuple[int, int], element_id: str, anchor_prefix: str
+) -> str:
+    """One chart as a `<figure>` holding its sizes (`MAIN_CHART_SIZES` for a full-width
+    chart, else `SMALL_CHART_SIZES`); the page's CSS shows the widest that fits."""
+    sizes = MAIN_CHART_SIZES if main else SMALL_CHART_SIZES
+    axis = chart_axis(chart)
+    prepared = for_sizes(chart, sizes[-1][0])
+    variants = "".join(
+        render_chart(
+            prepared,
+            step_domain=step_domain,
+            width=width,
+            height=height,
+            element_id=f"{element_id}-{width}",
+            anchor_prefix=anchor_prefix,
+            css_class=f"v{variant}",
+            axis=axis,
+        )
+        for variant, (width, height) in enumerate(sizes)
+    )
+    return f'<figure class="{"fig-main" if main else "fig-small"}">{variants}</figure>'
+
+
 def charts_html(analysis: Analysis, prefix: str) -> str:
     """The section's charts: the loss chart, then the others in a grid, each a figure
     holding its sizes; `prefix` starts every element id and finding anchor."""
@@ -135,26 +159,16 @@ def charts_html(analysis: Analysis, prefix: str) -> str:
     if not charts:
         return '<p class="muted">No metric to chart.</p>'
     domain = _step_domain(analysis.run)
-    rendered = []
-    for number, chart in enumerate(charts):
-        sizes = MAIN_CHART_SIZES if number == 0 else SMALL_CHART_SIZES
-        axis = chart_axis(chart)
-        prepared = for_sizes(chart, sizes[-1][0])
-        variants = "".join(
-            render_chart(
-                prepared,
-                step_domain=domain,
-                width=width,
-                height=height,
-                element_id=f"{prefix}chart{number}-{width}",
-                anchor_prefix=prefix,
-                css_class=f"v{variant}",
-                axis=axis,
-            )
-            for variant, (width, height) in enumerate(sizes)
+    rendered = [
+        chart_figure(
+            chart,
+            main=number == 0,
+            step_domain=domain,
+            element_id=f"{prefix}chart{number}",
+            anchor_prefix=prefix,
         )
-        kind = "fig-main" if number == 0 else "fig-small"
-        rendered.append(f'<figure class="{kind}">{variants}</figure>')
+        for number, chart in enumerate(charts)
+    ]
     out = rendered[0]
     if len(rendered) > 1:
         out += '<div class="charts-small">' + "".join(rendered[1:]) + "</div>"
