@@ -38,6 +38,7 @@ from trainspotter.config import (
     load_config,
 )
 from trainspotter.detectors import DETECTORS
+from trainspotter.discover import input_logs
 from trainspotter.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -61,6 +62,7 @@ from trainspotter.terminal_options import (
     param_defaults,
     severity_choice,
 )
+from trainspotter.safe_write import replaces_input, write_file
 from trainspotter.verdict import exit_code
 
 PROG = "trainspotter"
@@ -273,14 +275,9 @@ def _write_output(text: str, out: str | None, inputs: Sequence[Path]) -> None:
     if out is None:
         sys.stdout.write(text)
         return
-    target = Path(out)
-    resolved = target.resolve()
-    if any(resolved == p.resolve() for p in inputs):
+    if replaces_input(Path(out), inputs):
         raise UsageError(f"{out} would overwrite an input log")
-    try:
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    write_file(Path(out), text)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -296,7 +293,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         jobs=args.jobs or default_jobs(),
         progress=sys.stderr if sys.stderr.isatty() else None,
     )
-    return _report(analyses, args, fail_on, [Path(p) for p in args.paths])
+    return _report(analyses, args, fail_on, input_logs(args.paths))
 
 
 def _report(

@@ -23,14 +23,16 @@ This module reads no log and formats nothing: it asks the readers what a path is
 from __future__ import annotations
 
 import functools
-import glob
+import os
 import re
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainspotter.config import Config, glob_problem
-from trainspotter.errors import InputError, TrainspotterError, UsageError
+from trainspotter.errors import InputError, TrainspotterError, UnreadableError, UsageError
+from trainspotter.globbing import expand_glob
 from trainspotter.paths import shown_path
 from trainspotter.readers import copy_rank, detect_format, log_root
 from trainspotter.remote import RemoteUnavailable, is_url, mirror
@@ -80,6 +82,23 @@ def _inside(path: Path, folder: Path) -> bool:
     return path != folder and folder in path.parents
 
 
+NOT_REGULAR = "not a regular file (a FIFO, socket or device): not read"
+
+
+def _kind(path: Path) -> str:
+    """`file`, `folder`, `other` (FIFO, socket, device), `missing`, or why it cannot be
+    examined (`cannot read: ...`). Never opens the path: a FIFO would block."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or type(exc).__name__}"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
 def _is_sweep(pattern: str) -> bool:
     last = pattern.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
     return last in ("*", "**")
@@ -109,15 +128,19 @@ def _expand_one(
     show: Callable[[Path], str],
     exclude: Path | None,
     config: Config | None,
+    failures: list[Problem],
 ) -> tuple[list[Path], list[Problem]]:
     """The log paths one glob pattern yields, and the matched paths it skipped (`show`:
-    how a path is named in reports)."""
-    matches = sorted(glob.glob(pattern, root_dir=base, recursive=True))
-    paths = [base / m for m in matches]
+    how a path is named in reports); paths that could not be examined go to `failures`."""
+    expansion = expand_glob(pattern, base)
+    for unreadable, why in expansion.unreadable:
+        failures.append(Problem(show(base / unreadable), f"cannot read: {why}"))
+    paths = [base / m for m in expansion.matches]
     if exclude is not None:
         paths = [p for p in paths if p.resolve() != exclude and exclude not in p.resolve().parents]
-    files = [p for p in paths if p.is_file()]
-    folders = [p for p in paths if p.is_dir()]
+    kinds = {p: _kind(p) for p in paths}
+    files = [p for p in paths if kinds[p] == "file"]
+    folders = [p for p in paths if kinds[p] == "folder"]
 
     roots: dict[Path, None] = {}
     copies: dict[Path, tuple[Path, tuple[int, int]]] = {}
@@ -133,6 +156,11 @@ def _expand_one(
             others.append(file)
     logs = list(roots)
     newest, skipped = _newest_copies(copies, show)
+    for path, kind in kinds.items():
+        if kind == "other":
+            skipped.append(Problem(show(path), NOT_REGULAR))
+        elif kind.startswith("cannot read"):
+            failures.append(Problem(show(path), kind))
     logs.extend(newest)
     sweep = _is_sweep(pattern)
     for file in others:
@@ -141,6 +169,9 @@ def _expand_one(
         if sweep and not forced:
             try:
                 detect_format(file, display)
+            except UnreadableError as exc:
+                failures.append(Problem(display, exc.problem))
+                continue
             except TrainspotterError:
                 skipped.append(Problem(display, "not a recognised training log"))
                 continue
@@ -162,13 +193,15 @@ def _expand_one(
 
 
 def _expand_url(
-    pattern: str, config: Config | None
+    pattern: str, config: Config | None, failures: list[Problem]
 ) -> tuple[list[tuple[Path, str]], list[Problem]]:
     """A URL pattern: staged in the local mirror (`trainspotter.remote`), then expanded
     there as a local pattern; each log named by its URL."""
     staged = mirror().stage(pattern)
     if has_glob(staged.pattern):
-        paths, skipped = _expand_one(staged.pattern, staged.base, staged.url_of, None, config)
+        paths, skipped = _expand_one(
+            staged.pattern, staged.base, staged.url_of, None, config, failures
+        )
     else:
         target = staged.base / staged.pattern
         paths, skipped = ([target] if target.exists() else []), []
@@ -197,7 +230,7 @@ def expand_patterns(
             raise UsageError(f"invalid glob {pattern!r}: {problem}")
         if is_url(pattern):
             try:
-                entries, skipped = _expand_url(pattern, config)
+                entries, skipped = _expand_url(pattern, config, collected.failures)
             except RemoteUnavailable:
                 raise  # no URL can be read here: one clear error, not one per pattern
             except InputError as exc:  # this listing failed (credentials, network)
@@ -206,18 +239,24 @@ def expand_patterns(
             collected.skipped.extend(skipped)
         elif has_glob(pattern):
             show = functools.partial(shown_path, root=display_root)
-            paths, skipped = _expand_one(pattern, base, show, exclude_resolved, config)
+            paths, skipped = _expand_one(
+                pattern, base, show, exclude_resolved, config, collected.failures
+            )
             collected.skipped.extend(skipped)
             entries = [(p, show(p)) for p in paths]
         else:
             target = base / pattern
-            if target.exists():
-                display = pattern if base == display_root else shown_path(target, display_root)
-                entries = [(target, display)]
-            else:
-                entries = []
+            kind = _kind(target)
+            display = pattern if base == display_root else shown_path(target, display_root)
+            if kind.startswith("cannot read"):
+                collected.failures.append(Problem(display, kind))
+                continue
+            entries = [] if kind == "missing" else [(target, display)]
         for path, display in entries:
-            key = path.resolve()
+            try:
+                key = path.resolve()
+            except OSError:  # a symlink loop or a name too long: read it to say why
+                key = path
             if key in seen:
                 continue
             seen.add(key)
@@ -228,4 +267,12 @@ def expand_patterns(
     return collected
 
 
-__all__ = ["Collected", "LogTarget", "Problem", "expand_patterns", "has_glob"]
+def input_logs(patterns: Sequence[str], base: Path | None = None) -> list[Path]:
+    """Every path the patterns name or match (logs, folders), for the check that no
+    output replaces an input (`safe_write.replaces_input`)."""
+    base = base or Path(".")
+    collected = expand_patterns(patterns, base=base, allow_empty=True)
+    return [base / p for p in patterns if not has_glob(p)] + [t.path for t in collected.targets]
+
+
+__all__ = ["Collected", "LogTarget", "Problem", "expand_patterns", "has_glob", "input_logs"]

@@ -28,6 +28,11 @@ class InputError(TrainspotterError):
         self.problem = problem
 
 
+class UnreadableError(InputError):
+    """A path the file system would not let us read (permissions, a name too long, a
+    FIFO or device that is never opened): listed as not checked, never skipped silently."""
+
+
 class UsageError(TrainspotterError):
     """Bad arguments or options."""
 

@@ -50,6 +50,7 @@ from trainspotter.errors import (
     UsageError,
 )
 from trainspotter.model import Severity
+from trainspotter.paths import shown_path
 from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.common import total_counts
 from trainspotter.report.escape import (
@@ -59,6 +60,7 @@ from trainspotter.report.escape import (
     workflow_property,
 )
 from trainspotter.report.markdown import SUMMARY_LIMIT_BYTES, render_markdown
+from trainspotter.safe_write import prepare_folder, replaces_input, write_inside
 from trainspotter.verdict import exit_code, worst_of
 
 COMMENT_LIMIT_BYTES = 60_000
@@ -251,12 +253,6 @@ def _index_html(entries: Sequence[tuple[str, str, Severity | None]]) -> str:
     )
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 @dataclass(frozen=True)
 class _Plan:
     """Step 1: what to check and where to write, the options taken over the config."""
@@ -268,6 +264,9 @@ class _Plan:
     patterns: tuple[str, ...]
     outputs: tuple[str, ...]
     report_dir: Path
+    report_within: Path | None
+    """The folder the report folder must resolve inside (the config's is; --report-dir,
+    the user's own choice, is not checked)."""
     render: RenderOptions
 
 
@@ -278,6 +277,8 @@ class _Checked:
     analyses: list[Analysis]
     failures: list[Problem]
     skipped: list[Problem]
+    inputs: list[Path] = field(default_factory=list)
+    """Every log read (files and folders): no report may replace one."""
 
 
 def _plan(options: GateOptions) -> _Plan:
@@ -302,6 +303,7 @@ def _plan(options: GateOptions) -> _Plan:
         patterns=tuple(patterns),
         outputs=tuple(outputs),
         report_dir=options.report_dir or (options.base / config.report.directory),
+        report_within=None if options.report_dir else options.base,
         render=RenderOptions(
             color=options.color and not options.github,
             fail_on=fail_on,
@@ -322,6 +324,7 @@ def _check(plan: _Plan, options: GateOptions) -> _Checked:
         config=plan.config,
     )
     checked = _Checked([], list(collected.failures), collected.skipped)
+    checked.inputs = [target.path for target in collected.targets]
     results = analyze_targets(
         collected.targets,
         plan.config,
@@ -417,51 +420,90 @@ def _write_outputs(
     verdict: str,
     code: int,
     unavailable: dict[str, str],
+    refused: set[str],
 ) -> _Written:
     analyses, render = checked.analyses, plan.render
     head, tail = _gate_markdown(verdict, code, checked.failures, checked.skipped)
     note = options.artifact_note
     summary = _markdown(analyses, SUMMARY_LIMIT_BYTES, head, tail, note, plan.fail_on)
     written = _Written({}, [], summary, None)
-    wanted = [o for o in plan.outputs if o not in unavailable and o != "annotations"]
+    wanted = _file_outputs(plan, unavailable)
     if not wanted:
         return written
     report_dir = written.report_dir = plan.report_dir
-    report_dir.mkdir(parents=True, exist_ok=True)
+    folder = prepare_folder(report_dir, within=plan.report_within)
     for name in wanted:
+        if name in refused:
+            continue
         if name == "summary":
-            written.files[name] = _write(report_dir / OUTPUT_FILES[name], written.summary)
+            written.files[name] = write_inside(folder, OUTPUT_FILES[name], written.summary)
         elif name == "comment":
             comment = _markdown(analyses, COMMENT_LIMIT_BYTES, head, tail, note, plan.fail_on)
-            written.files[name] = _write(report_dir / OUTPUT_FILES[name], comment)
+            written.files[name] = write_inside(folder, OUTPUT_FILES[name], comment)
         elif name == "html":
-            used: set[str] = {"index.html"}
             entries: list[tuple[str, str, Severity | None]] = []
-            for analysis in analyses:
-                file_name = report_file_name(analysis.run.source_path, used)
+            for analysis, file_name in zip(analyses, _html_names(analyses), strict=True):
                 page = REPORTS["html"].render([analysis], render)
-                written.html_files.append(_write(report_dir / "html" / file_name, page))
+                written.html_files.append(write_inside(folder, f"html/{file_name}", page))
                 entries.append((analysis.run.source_path, file_name, analysis.worst))
             if entries:
-                index = _write(report_dir / "html" / "index.html", _index_html(entries))
+                index = write_inside(folder, "html/index.html", _index_html(entries))
                 written.files["html"] = index
         else:
             rendered = REPORTS[_REPORT_OF_OUTPUT[name]].render(analyses, render)
-            written.files[name] = _write(report_dir / OUTPUT_FILES[name], rendered)
+            written.files[name] = write_inside(folder, OUTPUT_FILES[name], rendered)
     return written
+
+
+def _file_outputs(plan: _Plan, unavailable: dict[str, str]) -> list[str]:
+    """The outputs that are files in the report folder."""
+    return [o for o in plan.outputs if o not in unavailable and o != "annotations"]
+
+
+def _html_names(analyses: Sequence[Analysis]) -> list[str]:
+    used: set[str] = {"index.html"}
+    return [report_file_name(analysis.run.source_path, used) for analysis in analyses]
+
+
+def _refuse_inputs(plan: _Plan, checked: _Checked, unavailable: dict[str, str]) -> set[str]:
+    """The outputs whose file would replace a log being read: not written, each listed
+    as a problem (the gate could not do all it was asked: exit 2)."""
+    refused: set[str] = set()
+    for name in _file_outputs(plan, unavailable):
+        if name == "html":
+            relatives = ["html/index.html", *(f"html/{n}" for n in _html_names(checked.analyses))]
+        else:
+            relatives = [OUTPUT_FILES[name]]
+        for relative in relatives:
+            destination = plan.report_dir / relative
+            if replaces_input(destination, checked.inputs):
+                refused.add(name)
+                checked.failures.append(
+                    Problem(
+                        shown_path(destination, plan.display_root),
+                        f"the {name} report would replace this input log: not written "
+                        "(choose another report folder)",
+                    )
+                )
+                break
+    return refused
 
 
 def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult:
     """Plan, check, decide the exit code, print, write every output."""
     plan = _plan(options)
+    unavailable = _unavailable(plan.outputs)
+    if _file_outputs(plan, unavailable):
+        # An unusable report folder is found before the work, not after it.
+        prepare_folder(plan.report_dir, within=plan.report_within)
     checked = _check(plan, options)
     _compare(plan, checked)
+    refused = _refuse_inputs(plan, checked, unavailable)
     code = exit_code(checked.analyses, plan.fail_on, unchecked=len(checked.failures))
     worst = worst_of(checked.analyses)
     verdict = _verdict(code, worst, plan.fail_on, len(checked.failures))
-    unavailable = _unavailable(plan.outputs)
     _print_log(plan, options, checked, verdict, unavailable, (stdout, stderr))
-    written = _write_outputs(plan, options, checked, verdict, code, unavailable)
+    written = _write_outputs(plan, options, checked, verdict, code, unavailable, refused)
     return GateResult(
         exit_code=code,
         fail_on=plan.fail_on,

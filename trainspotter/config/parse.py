@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import posixpath
+import re
+import stat
 import types
 import typing
 from collections.abc import Callable, Iterator, Sequence
@@ -553,6 +556,9 @@ def _parse_report(parser: _Parser, node: yaml.Node) -> ReportSettings:
         directory = parser.string(value_node, "report.directory")
         if "\x00" in directory:
             parser.fail(value_node, "report.directory", "contains a NUL character")
+        problem = report_directory_problem(directory)
+        if problem:
+            parser.fail(value_node, "report.directory", problem)
         settings["directory"] = directory
     if "artifact_name" in entries:
         value_node = entries["artifact_name"][1]
@@ -568,6 +574,17 @@ def _parse_report(parser: _Parser, node: yaml.Node) -> ReportSettings:
     if "comment" in entries:
         settings["comment"] = parser.boolean(entries["comment"][1], "report.comment")
     return ReportSettings(**settings)
+
+
+def report_directory_problem(directory: str) -> str | None:
+    """Why a config's report folder may not be used: it must be a relative path inside the
+    working folder (a repository's config must not point the gate's writes elsewhere)."""
+    posix = directory.replace("\\", "/")
+    if posix.startswith("/") or re.match(r"[A-Za-z]:", posix):
+        return "must be a relative path inside the working folder, not an absolute path"
+    if ".." in posixpath.normpath(posix).split("/"):
+        return "must lie inside the working folder (no '..' out of it)"
+    return None
 
 
 def find_config(folder: Path) -> Path | None:
@@ -589,10 +606,16 @@ def load_config(path: str | Path | None = None, *, folder: Path | None = None) -
         target, display = found, shown_path(found)
     else:
         target, display = Path(path), str(path)
-        if not target.exists():
-            raise ConfigError(display, None, "", "no such config file")
-        if target.is_dir():
-            raise ConfigError(display, None, "", "is a folder, not a config file")
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigError(display, None, "", "no such config file") from None
+    except OSError as exc:
+        raise ConfigError(display, None, "", f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(display, None, "", "is a folder, not a config file")
+    if not stat.S_ISREG(mode):  # a FIFO or a device would block or never end
+        raise ConfigError(display, None, "", "not a regular file (a FIFO or a device)")
     try:
         text = target.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -11,9 +11,10 @@ pieces or copies of one log, for discovery).
 from __future__ import annotations
 
 import codecs
+import stat
 from pathlib import Path
 
-from trainspotter.errors import InputError
+from trainspotter.errors import InputError, UnreadableError
 from trainspotter.model import Run
 from trainspotter.readers import (
     csvlog,
@@ -64,10 +65,34 @@ def _decode_head(raw: bytes) -> str | None:
         return None
 
 
+def is_folder(path: Path, display: str) -> bool:
+    """Whether `path` is a folder (else a regular file). InputError for a path that does
+    not exist or cannot be examined, and for a FIFO, socket or device: opening one could
+    block forever or never end, so it is never opened."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(display, "no such file or folder") from None
+    except OSError as exc:
+        raise UnreadableError(display, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        return True
+    if not stat.S_ISREG(mode):
+        raise UnreadableError(display, "not a regular file (a FIFO, socket or device): not read")
+    return False
+
+
 def detect_format(path: Path, display: str) -> tuple[Reader, Path]:
     """The reader for `path` and the path it should read (a folder resolves to a file or
     stays a folder for readers that read folders). Raises InputError if none fits."""
-    if path.is_dir():
+    try:
+        return _detect_format(path, display)
+    except OSError as exc:  # a locked sub-folder or file, a name too long, ...
+        raise UnreadableError(display, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _detect_format(path: Path, display: str) -> tuple[Reader, Path]:
+    if is_folder(path, display):
         for reader in READERS.values():
             found = reader.find_in_folder(path)
             if found is not None:
@@ -113,15 +138,18 @@ def resolve(
     if fmt not in READERS:
         raise InputError(display, f"unknown format {fmt!r} (one of: {', '.join(READERS)})")
     reader = READERS[fmt]
-    if path.is_dir():
-        if follow and reader.follows_folder:
-            return reader, path
-        found = reader.find_in_folder(path)
-        if found is None:
-            raise InputError(display, f"no {fmt} log found in this folder")
-        return reader, found
-    if not follow and path.stat().st_size == 0:
-        raise InputError(display, "file is empty")
+    try:
+        if is_folder(path, display):
+            if follow and reader.follows_folder:
+                return reader, path
+            found = reader.find_in_folder(path)
+            if found is None:
+                raise InputError(display, f"no {fmt} log found in this folder")
+            return reader, found
+        if not follow and path.stat().st_size == 0:
+            raise InputError(display, "file is empty")
+    except OSError as exc:
+        raise UnreadableError(display, f"cannot read: {exc.strerror or exc}") from None
     return reader, path
 
 
@@ -152,10 +180,12 @@ def read_log(
     if options.display_path is None:
         options = ReadOptions(options.run_name, options.aliases, display)
     target = Path(path)
-    if not target.exists():
-        raise InputError(display, "no such file or folder")
+    is_folder(target, display)
     reader, target = resolve(target, fmt, display)
-    run = reader.read(target, options)
+    try:
+        run = reader.read(target, options)
+    except OSError as exc:  # e.g. a locked file inside a log folder
+        raise UnreadableError(display, f"cannot read: {exc.strerror or exc}") from None
     require_data(run, display)
     return run
 
