@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -58,21 +59,66 @@ def parse_bool(text: str, name: str) -> bool | None:
     raise UsageError(f"input {name}: expected true or false, got {text!r}")
 
 
+def append_file_command(path: str, variable: str, text: str) -> bool:
+    """Append `text` to a runner's file-command file ($GITHUB_OUTPUT, ...). A file that
+    is missing, not a regular file (a FIFO would block, a device never ends), read-only or
+    full is a `::warning::` and False: an environment problem, never a lost verdict."""
+    from trainspotter.report.escape import workflow_message
+
+    problem = None
+    try:
+        # O_NONBLOCK: opening a FIFO with no reader fails at once instead of hanging.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+        handle = os.open(path, flags, 0o666)
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                problem = "not a regular file"
+            else:
+                os.set_blocking(handle, True)
+                data = text.encode("utf-8", "surrogatepass")
+                while data:
+                    data = data[os.write(handle, data) :]
+        finally:
+            os.close(handle)
+    except OSError as exc:
+        problem = exc.strerror or type(exc).__name__
+    if problem is None:
+        return True
+    message = workflow_message(f"trainspotter: cannot write ${variable} ({path}): {problem}")
+    print(f"::warning title=trainspotter::{message}")
+    return False
+
+
 def write_outputs(path: str, values: Mapping[str, str]) -> None:
     """Append `name<<DELIM` blocks to $GITHUB_OUTPUT; the delimiter is random per value so
     no value (a path, a name) can end its block early and set another output."""
-    with open(path, "a", encoding="utf-8") as fh:
-        for name, value in values.items():
+    blocks = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+        while delimiter in value:
             delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
-            while delimiter in value:
-                delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
-            fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    append_file_command(path, "GITHUB_OUTPUT", "".join(blocks))
 
 
 def append_summary(path: str, markdown: str) -> None:
     """Append our Markdown to $GITHUB_STEP_SUMMARY (the gate keeps it under 1 MiB)."""
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    append_file_command(path, "GITHUB_STEP_SUMMARY", text)
+
+
+def inside_workspace(path: Path, workspace: Path, name: str) -> Path:
+    """`path` resolved; UsageError naming the input when it lies outside the workspace
+    (or cannot be resolved: a name too long, a symlink loop)."""
+    from trainspotter.errors import UsageError
+
+    try:
+        resolved, root = path.resolve(), workspace.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise UsageError(f"input {name}: cannot use this path: {exc}") from None
+    if resolved != root and root not in resolved.parents:
+        raise UsageError(f"input {name}: must be inside the workspace")
+    return resolved
 
 
 def _relative(path: Path | None, workspace: Path) -> str:
@@ -104,8 +150,10 @@ def could_not_run(
     summary.md + comment.md in the report folder (so the artifact and the PR comment say
     it too). Returns the outputs that name those files (none if the folder cannot be
     written). `detail` may quote the repository's config: it is only printed escaped."""
+    from trainspotter.errors import TrainspotterError
     from trainspotter.gate import OUTPUT_FILES
     from trainspotter.report.escape import markdown_text, workflow_message
+    from trainspotter.safe_write import prepare_folder, write_inside
 
     print(f"::error title={title}::{workflow_message(f'trainspotter: error: {detail}')}")
     markdown = f"**{title}** \u26a0\ufe0f\n\n{markdown_text(detail)}\n"
@@ -113,10 +161,10 @@ def could_not_run(
         append_summary(env["GITHUB_STEP_SUMMARY"], markdown)
     workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
     try:
-        report_dir.mkdir(parents=True, exist_ok=True)
+        folder = prepare_folder(report_dir, within=workspace)
         for name in ("summary", "comment"):
-            (report_dir / OUTPUT_FILES[name]).write_text(markdown, encoding="utf-8")
-    except OSError:
+            write_inside(folder, OUTPUT_FILES[name], markdown)
+    except TrainspotterError:
         return {"exit-code": str(code)}
     return {
         "report-dir": _relative(report_dir, workspace),
@@ -127,7 +175,7 @@ def could_not_run(
 
 def run_action(env: Mapping[str, str]) -> int:
     """The Action: inputs from env, the gate, the summary and outputs files."""
-    from trainspotter.config import Config, load_config
+    from trainspotter.config import ARTIFACT_NAME_FORBIDDEN, Config, load_config
     from trainspotter.errors import EXIT_BAD_INPUT, TrainspotterError, UsageError
     from trainspotter.gate import GateOptions, run_gate
     from trainspotter.model import Severity
@@ -137,14 +185,17 @@ def run_action(env: Mapping[str, str]) -> int:
     # and the config say otherwise.
     defaults = Config().report
     report_dir = workspace / defaults.directory
+    artifact_input = env.get("INPUT_ARTIFACT_NAME", "").strip()
+    bad = sorted(set(artifact_input) & set(ARTIFACT_NAME_FORBIDDEN))
     outputs: dict[str, str] = {
-        "artifact-name": env.get("INPUT_ARTIFACT_NAME", "").strip() or defaults.artifact_name,
+        "artifact-name": (artifact_input if not bad else "") or defaults.artifact_name,
         "comment": "false" if env.get("INPUT_COMMENT", "").strip().lower() in FALSE else "true",
     }
     try:
-        working = (workspace / env.get("INPUT_WORKING_DIRECTORY", "").strip()).resolve()
-        if working != workspace.resolve() and workspace.resolve() not in working.parents:
-            raise UsageError("input working-directory: must be inside the workspace")
+        if bad:
+            raise UsageError(f"input artifact-name: characters not allowed: {bad!r}")
+        working_input = env.get("INPUT_WORKING_DIRECTORY", "").strip()
+        working = inside_workspace(workspace / working_input, workspace, "working-directory")
         if not working.is_dir():
             raise UsageError(
                 f"input working-directory: no such folder {_relative(working, workspace)}"
@@ -152,7 +203,7 @@ def run_action(env: Mapping[str, str]) -> int:
         report_dir = working / defaults.directory
         config_input = env.get("INPUT_CONFIG", "").strip()
         if config_input:
-            config = load_config(working / config_input)
+            config = load_config(inside_workspace(working / config_input, workspace, "config"))
         else:
             config = load_config(folder=working)
         report_dir = working / config.report.directory
@@ -163,7 +214,7 @@ def run_action(env: Mapping[str, str]) -> int:
             raise UsageError(f"input fail-on: {exc}") from None
         fmt = env.get("INPUT_FORMAT", "").strip() or None
         comment = parse_bool(env.get("INPUT_COMMENT", ""), "comment")
-        artifact = env.get("INPUT_ARTIFACT_NAME", "").strip() or config.report.artifact_name
+        artifact = artifact_input or config.report.artifact_name
         wants_comment = comment if comment is not None else config.report.comment
         outputs |= {"artifact-name": artifact, "comment": str(wants_comment).lower()}
         options = GateOptions(

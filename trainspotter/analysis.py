@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from trainspotter.compare.model import Comparison
 from trainspotter.detectors import DETECTORS
 from trainspotter.detectors.base import Abstain, scope_of
@@ -243,6 +245,9 @@ def _cause(earlier: list[Finding], finding: Finding) -> str | None:
 def analyze(run: Run, settings: AnalysisSettings | None = None) -> Analysis:
     """Detect, order and link: the whole analysis of one run."""
     settings = settings or AnalysisSettings()
-    found, ran, checks = run_detectors(run, settings)
+    # A log may hold any float (1e308, a denormal): numpy's overflow and underflow
+    # warnings would only be noise on stderr; detectors handle the inf/nan they yield.
+    with np.errstate(all="ignore"):
+        found, ran, checks = run_detectors(run, settings)
     linked, chains = link_findings(run, order_findings(found))
     return Analysis(run=run, findings=linked, chains=chains, detectors_run=ran, checks=checks)

@@ -6,6 +6,7 @@ verdicts are one decision over one smoothed curve and its trend test.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -221,7 +222,12 @@ def _watched_losses(run: Run) -> list[str]:
 
 
 def _units(value: float, in_log: bool) -> float:
-    return float(10.0**value) if in_log else value
+    if not in_log:
+        return value
+    try:
+        return float(10.0**value)
+    except OverflowError:  # a loss near the float limit (1.8e308): its log rounds above
+        return math.inf
 
 
 def _find_plateau(x: FloatArray, y: FloatArray, params: PlateauParams) -> _Plateau | None:

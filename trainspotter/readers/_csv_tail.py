@@ -28,7 +28,12 @@ from trainspotter.readers._csv import (
     read_csv_table,
     sniff_csv_layout,
 )
-from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, decode_head
+from trainspotter.readers._files import (
+    BINARY_PROBE_BYTES,
+    MAX_LINE_BYTES,
+    check_text_bytes,
+    decode_head,
+)
 from trainspotter.readers._tabular import NumericColumn, Table, canonical_name, find_step_column
 from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import Follower, file_to_follow
@@ -122,7 +127,7 @@ class CsvTail:
         self._spelling = spelling
         """The format's own metric spellings, for `canonical_name`."""
         self.file = locate()
-        self._follower = Follower(self.file)
+        self._follower = Follower(self.file, max_pending=MAX_LINE_BYTES)
         self.points = 0
         self._reset()
 
@@ -153,7 +158,7 @@ class CsvTail:
         file = self._locate()
         if file != self.file:  # a new version_N/ (a restarted run): read that one
             self.file, switched = file, True
-            self._follower = Follower(file)
+            self._follower = Follower(file, max_pending=MAX_LINE_BYTES)
         data, replaced = self._follower.read()
         growth = Growth(restarted=replaced or (switched and self.points > 0))
         if replaced or switched:

@@ -176,8 +176,10 @@ def read_text_pieces(
 
 def read_text_lines(path: Path, display: str, block: int = TEXT_BLOCK_BYTES) -> Iterator[list[str]]:
     """`read_text_pieces` as lists of lines (split on "\n" only, without it): a
-    line-based reader streams a large file with the shared checks and one-line errors."""
-    for _, text in read_text_pieces(path, display, block):
+    line-based reader streams a large file with the shared checks and one-line errors,
+    and a line longer than `MAX_LINE_BYTES` is the one-line error (printed output and
+    MLflow metric files are line logs too)."""
+    for _, text in read_text_pieces(path, display, block, max_line=MAX_LINE_BYTES):
         lines = text.split("\n")
         if not lines[-1]:
             lines.pop()

@@ -56,6 +56,7 @@ from trainspotter.readers._tabular import (
 )
 from trainspotter.readers._trainer_state_fast import history_table, parse_state
 from trainspotter.readers.base import Growth, ReadOptions, Tail
+from trainspotter.readers.incremental import LOG_DELETED
 from trainspotter.readers.jsonl import parse_json
 
 STATE_FILE = "trainer_state.json"
@@ -313,6 +314,8 @@ class HfTail:
         except (InputError, FileNotFoundError):
             if final and self._state is None:
                 raise
+            if self._state is not None and not self.target.exists():
+                raise InputError(self.display, LOG_DELETED) from None
             return growth
         key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         if key == self._seen and file == self._file:

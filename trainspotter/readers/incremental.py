@@ -51,13 +51,19 @@ from trainspotter.readers.base import Reader
 
 FINGERPRINT_BYTES = 64
 """The first bytes of a file, compared each poll: if they change, the file was replaced."""
+LOG_DELETED = "the log was deleted while watched; its last data read is kept"
+"""The problem a tail reports when a file it had read disappears (it is not waited for
+silently, and a summary must not present the last data as current)."""
 
 
 class Follower:
     """Reads the bytes appended to one file since the last call; detects replacement."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_pending: int | None = None) -> None:
         self.path = path
+        self.max_pending = max_pending
+        """With a limit, an unfinished last line longer than this is an InputError: a
+        line-based log is held to the readers' line limit (`_files.MAX_LINE_BYTES`)."""
         self.consumed = 0
         """Bytes already turned into data."""
         self.buffer = b""
@@ -77,6 +83,8 @@ class Follower:
         try:
             handle = self.path.open("rb")
         except FileNotFoundError:
+            if self._inode is not None:
+                raise InputError(str(self.path), LOG_DELETED) from None
             return self.buffer, False
         except OSError as exc:
             raise InputError(str(self.path), f"cannot read: {exc.strerror or exc}") from None
@@ -108,6 +116,12 @@ class Follower:
         """`used` bytes of `data` (what `read` returned) were consumed; keep the rest."""
         self.consumed += used
         self.buffer = data[used:]
+        if self.max_pending is not None and len(self.buffer) > self.max_pending:
+            self.buffer = b""  # not kept: the log is unusable until it is replaced
+            raise InputError(
+                str(self.path),
+                f"a line is longer than {self.max_pending} bytes (the limit for one line of a log)",
+            )
         if len(self._fingerprint) < FINGERPRINT_BYTES and self.consumed:
             # Grow the fingerprint as the head of the file fills in.
             with self.path.open("rb") as handle:
@@ -157,4 +171,5 @@ def file_to_follow(reader: Reader, target: Path, display: str) -> Path:
     return found
 
 
-__all__ = ["FINGERPRINT_BYTES", "Follower", "TextFollower", "file_to_follow"]
+
+__all__ = ["FINGERPRINT_BYTES", "LOG_DELETED", "Follower", "TextFollower", "file_to_follow"]

@@ -192,7 +192,7 @@ class JsonlTail:
         self.display = display
         self.options = options
         self.file = file
-        self._follower = Follower(file)
+        self._follower = Follower(file, max_pending=MAX_LINE_BYTES)
         self._lines = JsonlLines()
         self._names: dict[str, str] = {}
         self.points = 0

@@ -33,6 +33,11 @@ OUTLIER_PERCENTILE = 99.0
 LOG_DECADES = 2.0
 """A loss (or norm) spanning more than this many decades gets a log axis."""
 TARGET_TICKS = 5
+AXIS_LIMIT = 1e300
+"""Axis arithmetic sees magnitudes up to this, and nonzero ones down to its inverse: a
+value beyond (1e308) is drawn at the edge like a capped outlier, a smaller one (a denormal
+such as 5e-324) at zero. Near the float limits, 1.5 x 1e308 overflows and 10**-324 is 0,
+so ticks, spans and logarithms would fail (D1 in ../shared/ADVERSARIAL.md)."""
 
 
 def nice_number(value: float, *, round_to_nearest: bool) -> float:
@@ -133,12 +138,12 @@ class ValueAxis:
 
     def fraction(self, values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Position of each value on the axis, 0 at `low` and 1 at `high` (unclipped)."""
-        if self.log:
-            with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):  # inf beyond the float range is drawn at the edge
+            if self.log:
                 logs = np.log10(np.where(values > 0, values, np.nan))
-            lo, hi = math.log10(self.low), math.log10(self.high)
-            return np.asarray((logs - lo) / (hi - lo), dtype=np.float64)
-        return np.asarray((values - self.low) / (self.high - self.low), dtype=np.float64)
+                lo, hi = math.log10(self.low), math.log10(self.high)
+                return np.asarray((logs - lo) / (hi - lo), dtype=np.float64)
+            return np.asarray((values - self.low) / (self.high - self.low), dtype=np.float64)
 
     def describe(self) -> str:
         """`log axis from 0.01 to 100` / `linear axis from 0 to 2.5 (outliers capped)`."""
@@ -155,6 +160,9 @@ def value_axis(
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return _linear(nice_ticks(0.0, 1.0), maximum=0.0)
+    maximum = float(finite.max())
+    finite = np.clip(finite, -AXIS_LIMIT, AXIS_LIMIT)
+    finite = np.where(np.abs(finite) < 1.0 / AXIS_LIMIT, 0.0, finite)
     low, high = float(finite.min()), float(finite.max())
     top = high
     p99 = float(np.percentile(finite, OUTLIER_PERCENTILE))
@@ -165,8 +173,8 @@ def value_axis(
         # gradient norm at one step) does not turn a noisy flat metric logarithmic.
         p1 = float(np.percentile(finite, 100.0 - OUTLIER_PERCENTILE))
         if math.log10(top / p1) > log_decades:
-            return _log_axis(low, top, maximum=high)
-    return _linear(nice_ticks(0.0 if low >= 0 else low, top), maximum=high)
+            return _log_axis(low, top, maximum=maximum)
+    return _linear(nice_ticks(0.0 if low >= 0 else low, top), maximum=maximum)
 
 
 def _linear(ticks: Ticks, *, maximum: float) -> ValueAxis:
