@@ -118,6 +118,12 @@ def inside_workspace(path: Path, workspace: Path, name: str) -> Path:
         raise UsageError(f"input {name}: cannot use this path: {exc}") from None
     if resolved != root and root not in resolved.parents:
         raise UsageError(f"input {name}: must be inside the workspace")
+    try:
+        resolved.stat()
+    except FileNotFoundError:
+        pass  # said below, in the input's own words
+    except OSError as exc:
+        raise UsageError(f"input {name}: cannot use this path: {exc.strerror}") from None
     return resolved
 
 

@@ -73,7 +73,9 @@ class _Walk:
                     continue
                 try:
                     child_stat = entry.stat()
-                except OSError:
+                except OSError as exc:  # e.g. a path longer than the system allows
+                    shown_child = _join(folder, entry.name)
+                    self.unreadable.setdefault(shown_child, exc.strerror or type(exc).__name__)
                     continue
                 key = (child_stat.st_dev, child_stat.st_ino)
                 if key in seen:
