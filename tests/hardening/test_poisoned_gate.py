@@ -65,7 +65,7 @@ def _poison(logs: Path) -> dict[str, str]:
     """Write one poisoned log per defect family; returns name -> the family."""
     falling = [f"{2.0 / (1 + 0.05 * i):.5f}" for i in range(40)]
     (logs / "d01_extreme.csv").write_text(
-        _csv("step,loss", falling + ["1e308", "5e-324", "1.7976931348623157e308"])
+        _csv("step,loss", [*falling, "1e308", "5e-324", "1.7976931348623157e308"])
     )
     (logs / "d02_huge_step.csv").write_text("step,loss\n1,1.0\n2,0.9\n1" + "0" * 400 + ",0.8\n")
     _crafted_tensorboard(logs / "d03_tensorboard")
