@@ -60,7 +60,7 @@ from trainspotter.report.escape import (
     workflow_property,
 )
 from trainspotter.report.markdown import SUMMARY_LIMIT_BYTES, render_markdown
-from trainspotter.safe_write import prepare_folder, replaces_input, write_inside
+from trainspotter.safe_write import InputGuard, prepare_folder, write_inside
 from trainspotter.verdict import exit_code, worst_of
 
 COMMENT_LIMIT_BYTES = 60_000
@@ -469,6 +469,7 @@ def _refuse_inputs(plan: _Plan, checked: _Checked, unavailable: dict[str, str]) 
     """The outputs whose file would replace a log being read: not written, each listed
     as a problem (the gate could not do all it was asked: exit 2)."""
     refused: set[str] = set()
+    guard = InputGuard(checked.inputs)
     for name in _file_outputs(plan, unavailable):
         if name == "html":
             relatives = ["html/index.html", *(f"html/{n}" for n in _html_names(checked.analyses))]
@@ -476,7 +477,7 @@ def _refuse_inputs(plan: _Plan, checked: _Checked, unavailable: dict[str, str]) 
             relatives = [OUTPUT_FILES[name]]
         for relative in relatives:
             destination = plan.report_dir / relative
-            if replaces_input(destination, checked.inputs):
+            if guard.replaces(destination):
                 refused.add(name)
                 checked.failures.append(
                     Problem(

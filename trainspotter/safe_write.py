@@ -122,30 +122,47 @@ def write_file(path: Path, text: str) -> Path:
     return write_inside(folder, path.name, text)
 
 
-def replaces_input(destination: Path, inputs: Iterable[Path]) -> bool:
-    """Whether writing `destination` would replace an input log: it is one, or it is an
-    existing file inside an input folder that a reader recognises as a log."""
-    from trainspotter.readers import detect_format
+class InputGuard:
+    """The logs being read (files and folders), resolved once: `replaces(destination)`
+    says whether writing there would replace one (it is one, or it is an existing file
+    inside an input folder that a reader recognises as a log). Lookups are O(path depth),
+    so a gate writing a page per log over thousands of logs stays linear."""
 
-    try:
-        real = destination.resolve()
-        exists = real.is_file()
-    except OSError:
-        return False
-    for item in inputs:
-        try:
-            source = item.resolve()
-        except OSError:
-            continue
-        if real == source:
-            return True
-        if exists and source.is_dir() and source in real.parents:
+    def __init__(self, inputs: Iterable[Path]) -> None:
+        self.files: set[Path] = set()
+        self.folders: set[Path] = set()
+        for item in inputs:
             try:
-                detect_format(real, str(destination))
-            except (TrainspotterError, OSError):
+                source = item.resolve()
+                (self.folders if source.is_dir() else self.files).add(source)
+            except OSError:
                 continue
-            return True
-    return False
+
+    def replaces(self, destination: Path) -> bool:
+        from trainspotter.readers import detect_format
+
+        try:
+            real = destination.resolve()
+            if real in self.files or real in self.folders:
+                return True
+            if not (real.is_file() and self.folders.intersection(real.parents)):
+                return False
+            detect_format(real, str(destination))
+        except (TrainspotterError, OSError):
+            return False
+        return True
 
 
-__all__ = ["OutputError", "prepare_folder", "replaces_input", "write_file", "write_inside"]
+def replaces_input(destination: Path, inputs: Iterable[Path]) -> bool:
+    """Whether writing `destination` would replace one of `inputs` (see `InputGuard`)."""
+    return InputGuard(inputs).replaces(destination)
+
+
+__all__ = [
+    "InputGuard",
+    "OutputError",
+    "prepare_folder",
+    "replaces_input",
+    "write_file",
+    "write_inside",
+]
