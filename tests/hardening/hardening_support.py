@@ -58,19 +58,9 @@ def run_cli(
     env: dict[str, str] | None = None,
     timeout: float = TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m trainspotter ARGS` in `cwd` (as nobody with `unprivileged`)."""
-    prefix = unprivileged_prefix() if unprivileged else []
-    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    environment |= {"PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "trainspotter", *args],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """`python -m trainspotter ARGS` in `cwd` (as nobody with `unprivileged`), outside
+    GitHub Actions unless `env` says otherwise."""
+    return _run(["-m", "trainspotter", *args], cwd, unprivileged, env or {}, timeout)
 
 
 def run_entrypoint(
@@ -78,14 +68,22 @@ def run_entrypoint(
 ) -> subprocess.CompletedProcess[str]:
     """The container's entrypoint.py, as the Action runs it, with `env` (as nobody with
     `unprivileged`)."""
+    return _run([str(REPO / "entrypoint.py")], cwd, unprivileged, env, TIMEOUT * 2)
+
+
+def _run(
+    args: list[str], cwd: Path, unprivileged: bool, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
     prefix = unprivileged_prefix() if unprivileged else []
+    environment = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    environment |= {"PYTHONPATH": str(REPO), **env}
     return subprocess.run(
-        [*prefix, sys.executable, str(REPO / "entrypoint.py")],
+        [*prefix, sys.executable, *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        env=environment,
         capture_output=True,
         text=True,
-        timeout=TIMEOUT * 2,
+        timeout=timeout,
         check=False,
     )
 
