@@ -52,6 +52,7 @@ from trainspotter.readers import READERS
 from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.escape import fence_workflow_commands, message_text
 from trainspotter.report.wording import PIPED_WIDTH, color_wanted, terminal_width
+from trainspotter.safe_write import replaces_input, write_file
 from trainspotter.sweep import add_sweep_flags, sweep_options
 from trainspotter.terminal_options import (
     FAIL_ON_HELP,
@@ -62,7 +63,6 @@ from trainspotter.terminal_options import (
     param_defaults,
     severity_choice,
 )
-from trainspotter.safe_write import replaces_input, write_file
 from trainspotter.verdict import exit_code
 
 PROG = "trainspotter"

@@ -171,5 +171,4 @@ def file_to_follow(reader: Reader, target: Path, display: str) -> Path:
     return found
 
 
-
 __all__ = ["FINGERPRINT_BYTES", "LOG_DELETED", "Follower", "TextFollower", "file_to_follow"]
