@@ -28,7 +28,6 @@ This module parses no log format and formats no finding itself: readers and the
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import html
 import re
 from collections.abc import Sequence
@@ -60,7 +59,7 @@ from trainspotter.report.escape import (
     workflow_property,
 )
 from trainspotter.report.markdown import SUMMARY_LIMIT_BYTES, render_markdown
-from trainspotter.safe_write import InputGuard, prepare_folder, write_inside
+from trainspotter.safe_write import InputGuard, prepare_folder, report_file_name, write_inside
 from trainspotter.verdict import exit_code, worst_of
 
 COMMENT_LIMIT_BYTES = 60_000
@@ -68,7 +67,6 @@ COMMENT_LIMIT_BYTES = 60_000
 sticky-comment marker the Action adds."""
 SKIPPED_LISTED = 50
 """At most this many skipped paths are named in the summary (the rest are counted)."""
-FILE_NAME_LIMIT = 100
 
 OUTPUT_FILES = {
     "summary": "summary.md",
@@ -89,31 +87,6 @@ _REPORT_OF_OUTPUT = {
     "comment": "markdown",
     "annotations": "github",
 }
-_WINDOWS_RESERVED = frozenset(
-    {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
-)
-
-
-def report_file_name(display: str, used: set[str]) -> str:
-    """A safe, unique HTML file name for a log: only `[A-Za-z0-9._-]`, no leading dot, at
-    most ~100 characters, unique case-insensitively (a hash suffix when needed), never a
-    Windows device name. It cannot leave the folder it is written to."""
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", display.replace("\\", "/"))
-    stem = re.sub(r"_+", "_", stem).strip("._-") or "log"
-    if stem.split(".")[0].upper() in _WINDOWS_RESERVED:
-        stem = "log_" + stem
-    digest = hashlib.sha256(display.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    if len(stem) > FILE_NAME_LIMIT:
-        stem = stem[: FILE_NAME_LIMIT - 11].rstrip("._-") + "-" + digest
-    name = stem + ".html"
-    if name.casefold() in used:
-        name = f"{stem[: FILE_NAME_LIMIT - 11]}-{digest}.html"
-    counter = 2
-    while name.casefold() in used:  # a hash collision of two displays: practically never
-        name = f"{stem[: FILE_NAME_LIMIT - 15]}-{digest}-{counter}.html"
-        counter += 1
-    used.add(name.casefold())
-    return name
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,50 @@ Rules (issue 11, D7/D8/D16 in ../shared/ADVERSARIAL.md):
   being read, is refused (`--out runs/a.csv` for `runs/*.csv`, `--html
   hf_dir/trainer_state.json` for `hf_dir`, `gate trainspotter.json --report-dir .`).
 
+- **File names made from log names** (`report_file_name`) hold only `[A-Za-z0-9._-]`, so
+  a page name cannot leave its folder.
+
 This module formats nothing; the gate and the CLI decide what to write.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
 from trainspotter.errors import TrainspotterError
 from trainspotter.paths import shown_path
+
+FILE_NAME_LIMIT = 100
+_WINDOWS_RESERVED = frozenset(
+    {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
+)
+
+
+def report_file_name(display: str, used: set[str]) -> str:
+    """A safe, unique HTML file name for a log: only `[A-Za-z0-9._-]`, no leading dot, at
+    most ~100 characters, unique case-insensitively (a hash suffix when needed), never a
+    Windows device name. It cannot leave the folder it is written to."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", display.replace("\\", "/"))
+    stem = re.sub(r"_+", "_", stem).strip("._-") or "log"
+    if stem.split(".")[0].upper() in _WINDOWS_RESERVED:
+        stem = "log_" + stem
+    digest = hashlib.sha256(display.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    if len(stem) > FILE_NAME_LIMIT:
+        stem = stem[: FILE_NAME_LIMIT - 11].rstrip("._-") + "-" + digest
+    name = stem + ".html"
+    if name.casefold() in used:
+        name = f"{stem[: FILE_NAME_LIMIT - 11]}-{digest}.html"
+    counter = 2
+    while name.casefold() in used:  # a hash collision of two displays: practically never
+        name = f"{stem[: FILE_NAME_LIMIT - 15]}-{digest}-{counter}.html"
+        counter += 1
+    used.add(name.casefold())
+    return name
 
 
 class OutputError(TrainspotterError):
@@ -159,10 +191,12 @@ def replaces_input(destination: Path, inputs: Iterable[Path]) -> bool:
 
 
 __all__ = [
+    "FILE_NAME_LIMIT",
     "InputGuard",
     "OutputError",
     "prepare_folder",
     "replaces_input",
+    "report_file_name",
     "write_file",
     "write_inside",
 ]
