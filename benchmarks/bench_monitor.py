@@ -21,14 +21,18 @@ import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import logs  # noqa: E402  (benchmarks/logs.py, beside this file)
+
+if TYPE_CHECKING:
+    from trainspotter.model import Finding
 
 ONSET_KEYS = ("step", "first_step", "first_step_below_1e-3", "best_step")
 
@@ -41,41 +45,60 @@ def onset(pathology: dict[str, Any]) -> int:
     return int(pathology["step_range"][0])
 
 
+def pathological_examples() -> Iterator[tuple[str, dict[str, Any], Path]]:
+    """Each pathological example of `examples/expected.json`: its name, its entry, and the
+    log the latency replays (the one that shows every pathology: a throughput drop needs
+    wall times, so `visible_in` wins over `trainer_state.json`)."""
+    expected = json.loads((REPO / "examples" / "expected.json").read_text(encoding="utf-8"))
+    for name, example in expected.items():
+        if example["healthy"]:
+            continue
+        shown = [p.get("visible_in", []) for p in example["pathologies"]]
+        log = next((v[0] for v in shown if v and "trainer_state.json" not in v), None)
+        log = log or example["files"][0].rstrip("/")
+        yield name, example, REPO / "examples" / name / log
+
+
+def latency_rows(
+    name: str,
+    example: dict[str, Any],
+    news: list[tuple[int, Finding]],
+    final: list[Finding],
+) -> list[dict[str, Any]]:
+    """One row per pathology of `example`: `news` are (step reached, finding) in the order
+    the replay reported them, `final` the findings of the closing analysis."""
+    rows: list[dict[str, Any]] = []
+    for pathology in example["pathologies"]:
+        start = onset(pathology)
+        detector = pathology["detector"]
+        found = [step for step, f in news if f.detector == detector and f.step_end >= start]
+        in_final = any(f.detector == detector for f in final)
+        rows.append(
+            {
+                "example": name,
+                "kind": pathology["kind"],
+                "detector": detector,
+                "onset": start,
+                "reported_at": found[0] if found else ("finish" if in_final else None),
+                "latency": found[0] - start if found else None,
+            }
+        )
+    return rows
+
+
 def latency() -> list[dict[str, Any]]:
     """One row per pathology of every pathological example."""
     import trainspotter
     from trainspotter.monitor import replay
 
-    expected = json.loads((REPO / "examples" / "expected.json").read_text(encoding="utf-8"))
     rows: list[dict[str, Any]] = []
-    for name, example in expected.items():
-        if example["healthy"]:
-            continue
-        # The log that shows every pathology (a throughput drop needs wall times).
-        shown = [p.get("visible_in", []) for p in example["pathologies"]]
-        log = next((v[0] for v in shown if v and "trainer_state.json" not in v), None)
-        log = log or example["files"][0].rstrip("/")
-        run = trainspotter.analyze(REPO / "examples" / name / log).run
+    for name, example, log in pathological_examples():
+        run = trainspotter.analyze(log).run
         monitor = trainspotter.Monitor(
             max_steps=run.meta.get("max_steps"), source_format=run.source_format
         )
         news = [(point.step, f) for point in replay(run, monitor) for f in point.news]
-        final = monitor.finish()
-        for pathology in example["pathologies"]:
-            start = onset(pathology)
-            detector = pathology["detector"]
-            found = [step for step, f in news if f.detector == detector and f.step_end >= start]
-            in_final = any(f.detector == detector for f in final.findings)
-            rows.append(
-                {
-                    "example": name,
-                    "kind": pathology["kind"],
-                    "detector": detector,
-                    "onset": start,
-                    "reported_at": found[0] if found else ("finish" if in_final else None),
-                    "latency": found[0] - start if found else None,
-                }
-            )
+        rows += latency_rows(name, example, news, monitor.finish().findings)
     return rows
 
 

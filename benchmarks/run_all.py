@@ -18,7 +18,9 @@ Cases (logs from `benchmarks/logs.py`, cached between runs):
    first poll (reading and analysing the whole log);
 5. 1,000 small runs (300 steps each) with `analyze --jobs 1` and `--jobs N`;
 6. `Monitor`: detection latency on the pathological examples, and the cost of
-   `Monitor.log` on a 1M-step run (benchmarks/bench_monitor.py; in this process).
+   `Monitor.log` on a 1M-step run (benchmarks/bench_monitor.py; in this process); the same
+   latency for `watch` following each example as a growing file, 1 and 10 points per poll
+   (benchmarks/bench_watch_latency.py).
 
 Options: `--quick` (no 1M-step cases, one repeat: a smoke test), `--repeat K`,
 `--json FILE` (also write the raw figures).
@@ -37,12 +39,14 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import logs  # noqa: E402  (benchmarks/logs.py, beside this file)
 from bench_monitor import case_monitor, monitor_table  # noqa: E402
+from bench_watch_latency import watch_latency, watch_latency_table  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000)
 TB_TAGS = (("train/loss", "loss"), ("train/lr", "lr"), ("train/grad_norm", "grad_norm"))
@@ -455,12 +459,14 @@ def main() -> int:
     if "batch" in only:
         results["batch"] = case_batch(times, 100 if args.quick else 1000)
     if "monitor" in only:
-        results["monitor"] = case_monitor(args.quick)
+        results["monitor"] = {**case_monitor(args.quick), "watch_latency": watch_latency()}
     for key in ("analyze", "readers", "watch", "batch"):
         results.setdefault(key, [])
     text = table(results)
     if "monitor" in results:
-        text += "\n".join(monitor_table(results["monitor"])) + "\n"  # type: ignore[arg-type]
+        monitor: dict[str, Any] = results["monitor"]  # type: ignore[assignment]
+        lines = monitor_table(monitor) + watch_latency_table(monitor["watch_latency"])
+        text += "\n".join(lines) + "\n"
     print(text)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
