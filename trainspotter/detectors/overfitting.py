@@ -78,10 +78,14 @@ class OverfittingDetector:
        not find the eval loss falling again.
     4. The train loss over [minimum, last evaluation] must still be falling: the later half
        lower than the earlier half and, with 8+ points, a significant downward trend
-       (`stats.change_over`: `trend_alpha`, or tau <= -0.6). The message quotes the raw
-       train loss at the logged steps nearest the minimum and the end. Otherwise (or
-       without `train/loss`) only a rise of `large_rise` (50%) is reported: a moderate
-       eval rise together with a rising train loss is divergence, not overfitting.
+       (`stats.change_over`: `trend_alpha`, or tau <= -0.6), and the train loss over the
+       last evaluation interval (the median of its logged points; the raw value when one)
+       below its level over the interval that ends at the minimum: a train loss that jumped
+       at the minimum and is coming back down falls inside the range without ever getting
+       better than it was. The message quotes those two levels, so its numbers and its
+       words agree. Otherwise (or without `train/loss`) only a rise of `large_rise` (50%)
+       is reported, as "did not keep falling": a moderate eval rise together with a rising
+       train loss is divergence, not overfitting.
 
     Minimum sample: `min_eval_points` = 4 evaluations with at least
     `min_points_after_min` = 2 after the minimum, and 3 train-loss points over that range.
@@ -107,7 +111,10 @@ class OverfittingDetector:
     reported: the minimum then moves past it. On 3 evaluations the last one may be such a
     bump (the message says so). An eval loss rising while a task metric (WER, F1) keeps
     improving is over-confidence, not a worse model by that metric: the message names the
-    other metric's best step so the user can choose.
+    other metric's best step so the user can choose. A train loss that jumps at the eval
+    minimum (a data or label change) and is still coming down at the end is not "kept
+    falling" (step 4), so a moderate eval rise then stays silent; the eval rise shows as
+    a spike or divergence of the train loss instead.
 
     **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
@@ -220,6 +227,29 @@ def _raw_at(series: Series, step: float) -> tuple[int, float] | None:
     return int(x[i]), float(y[i])
 
 
+@dataclass(frozen=True)
+class _TrainLevel:
+    """The train loss's level over one evaluation interval, and how to quote it."""
+
+    value: float
+    text: str
+
+
+def _train_level(series: Series, after_step: float, upto_step: float) -> _TrainLevel | None:
+    """The train loss over the evaluation interval (after_step, upto_step]: the raw value
+    when one point was logged there, the median of the points when several, the last raw
+    value at or before `upto_step` when none."""
+    x, y = stats.finite_xy(series.steps, series.values)
+    inside = (x > after_step) & (x <= upto_step)
+    if int(inside.sum()) == 1 or not inside.any():
+        raw = _raw_at(series, upto_step)
+        return None if raw is None else _TrainLevel(raw[1], f"{raw[1]:.4g} at step {raw[0]}")
+    xs, ys = x[inside], y[inside]
+    value = float(np.median(ys))
+    text = f"median {value:.4g} of the {ys.size} logged in steps {int(xs[0])}-{int(xs[-1])}"
+    return _TrainLevel(value, text)
+
+
 def _other_best(run: Run, metric: str, best_step: int) -> tuple[str, int, float] | None:
     """Another logged eval quality metric (accuracy, F1, WER, ...) whose best evaluation is
     at a different step than the eval loss's: (name, step, value)."""
@@ -270,7 +300,20 @@ def _check(
         if train is not None
         else None
     )
-    train_falls = change is not None and change.falling(params.trend_alpha)
+    # The train level at the eval minimum and at the end, each over its evaluation interval:
+    # "kept falling" needs the end below the start, not only a falling trend inside the
+    # range (a train loss that jumped at the minimum and is coming back down has a falling
+    # trend but did not improve on where it was).
+    before_min = float(x[k - 1]) if k > 0 else -math.inf
+    train_from = _train_level(train, before_min, float(x[k])) if train is not None else None
+    train_to = _train_level(train, float(x[-2]), float(x[-1])) if train is not None else None
+    train_falls = (
+        change is not None
+        and change.falling(params.trend_alpha)
+        and train_from is not None
+        and train_to is not None
+        and train_to.value < train_from.value
+    )
     large = shape.level > 0 and shape.rise >= params.large_rise * shape.level
     if not train_falls and not large:
         return None
@@ -298,19 +341,16 @@ def _check(
         f"has since risen to {shape.end_level:.4g} ({end_word}; +{rise_pct:.0f}%, "
         f"{noise_text}) over {shape.after} evaluations"
     )
-    raw_from = _raw_at(train, float(x[k])) if train is not None else None
-    raw_to = _raw_at(train, float(x[-1])) if train is not None else None
-    if train_falls and raw_from and raw_to:
+    if train_falls and train_from and train_to:
         message += (
-            f", while {names.TRAIN_LOSS} kept falling ({raw_from[1]:.4g} at step {raw_from[0]}, "
-            f"{raw_to[1]:.4g} at step {raw_to[0]})."
+            f", while {names.TRAIN_LOSS} kept falling ({train_from.text}, then "
+            f"{train_to.text})."
         )
         title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
     else:
         did = (
-            f"did not keep falling ({raw_from[1]:.4g} at step {raw_from[0]}, {raw_to[1]:.4g} "
-            f"at step {raw_to[0]})"
-            if raw_from and raw_to
+            f"did not keep falling ({train_from.text}, then {train_to.text})"
+            if train_from and train_to
             else "is not logged"
         )
         message += (
