@@ -1,8 +1,9 @@
 """Write one run's ground truth into ``examples/expected.json`` (used by the framework runs).
 
 ``generate.py`` owns the numpy runs' entries; each framework run (``hf_no_warmup``,
-``lightning_input_spike``, ``loader_slowdown_tb``) has its own training script, run in its
-own environment, which replaces only its own entry through :func:`write_entry`. The file keeps
+``lightning_input_spike``, ``loader_slowdown_tb``, and those of ``keras_runs.py`` and
+``lightning_runs.py``) has its own training script, run in its own environment, which
+replaces only its own entry through :func:`write_entry`. The file keeps
 the layout ``generate.py`` writes (indent 2, one trailing newline).
 """
 

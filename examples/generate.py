@@ -1549,6 +1549,132 @@ def memorise_truth(result: RunResult) -> Truth:
     }
 
 
+LABEL_MAP_STEP = 500
+
+
+def labels_remapped_from(
+    step: int, inputs: FloatArray, labels: IntArray
+) -> tuple[FloatArray, IntArray]:
+    """From LABEL_MAP_STEP on, training labels come through another class-index map (a second
+    data shard whose label list was built differently): digit d is labelled (d + 1) % 10."""
+    if step >= LABEL_MAP_STEP:
+        return inputs, (labels + 1) % 10
+    return inputs, labels
+
+
+def eval_worse_config() -> RunConfig:
+    return RunConfig(
+        name="eval_worse_train_flat",
+        summary=(
+            f"The healthy run, but from step {LABEL_MAP_STEP} the training batches come from a "
+            "shard whose class-index map is shifted by one: the train loss jumps and falls back "
+            "to about where it was (the model learns the wrong map), while the eval loss, on "
+            "the true labels, ends many times its best. Eval worse, train not improving."
+        ),
+        schedule=healthy_schedule(),
+        weight_decay=1e-2,
+        batch_fault=labels_remapped_from,
+    )
+
+
+def eval_worse_truth(result: RunResult) -> Truth:
+    best_step, best_loss = eval_minimum(result)
+    final_step, final_eval = last_eval(result)
+    doubled = next(
+        step for step, loss in sorted(result.eval_losses.items()) if loss >= 2 * best_loss
+    )
+    before = mean_of_window(result.losses, best_step - 50, best_step)
+    after = mean_of_last(result.losses, 50)
+    assert final_eval >= 2 * best_loss and after >= 0.5 * before, (final_eval, before, after)
+    return {
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "eval_worse_train_flat",
+                "detector": ("overfitting", "divergence"),
+                "metric": "eval/loss",
+                "min_severity": "warning",
+                "best_step": best_step,
+                "step_range": [best_step, final_step],
+                "cause_step": LABEL_MAP_STEP,
+                "best_eval_loss": rounded(best_loss),
+                "first_eval_step_at_least_2x_best": doubled,
+                "last_eval_loss": rounded(final_eval),
+                "train_loss_mean_50_steps_before_best": rounded(before),
+                "train_loss_mean_last_50_steps": rounded(after),
+                "criterion": "eval loss at the last evaluation >= 2x its best while the train "
+                "loss of the last 50 steps is not below half its level before the best",
+            }
+        ],
+        "may_also_flag": {
+            "spikes": f"the train loss jumps at step {LABEL_MAP_STEP}, when the labels change",
+            "divergence": "the train loss rises for a few steps after the label map changes",
+        },
+    }
+
+
+def mean_of_window(values: list[float], first: int, last: int) -> float:
+    """Mean of training steps ``first+1`` .. ``last`` (1-based steps)."""
+    return float(np.mean(values[first:last]))
+
+
+THROUGHPUT_COARSE_LOGGING = {"throughput_every5": (5, 503), "throughput_every20": (20, 510)}
+"""Run name -> (logging_steps, first slow step): the slowdown starts inside an interval."""
+BLOCKING_WAIT_SECONDS = 0.005
+
+
+def blocking_wait(model: MLP, data: Digits) -> None:
+    """A 5 ms blocking wait every step (a synchronous write of the batch to slow network
+    storage, say). Waiting, not computing: a step of this MLP takes ~0.2 ms, so on a shared
+    machine a compute slowdown drowns in scheduling noise once averaged over 20 steps; a
+    wait 25x the step stands out whatever else runs."""
+    time.sleep(BLOCKING_WAIT_SECONDS)
+
+
+def throughput_coarse_config(name: str) -> Callable[[], RunConfig]:
+    logging_steps, first_slow = THROUGHPUT_COARSE_LOGGING[name]
+
+    def config() -> RunConfig:
+        return RunConfig(
+            name=name,
+            summary=(
+                f"The healthy run logged every {logging_steps} steps; from step {first_slow}, "
+                "inside a logging interval, every step also blocks 5 ms (a synchronous write to "
+                "slow storage): the onset must be placed within one interval of it."
+            ),
+            schedule=healthy_schedule(),
+            weight_decay=1e-2,
+            logging_steps=logging_steps,
+            extra_work=blocking_wait,
+            extra_work_from_step=first_slow,
+        )
+
+    return config
+
+
+def throughput_coarse_truth(result: RunResult) -> Truth:
+    first_slow = result.config.extra_work_from_step
+    return {
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "throughput_drop",
+                "detector": "throughput",
+                "metric": "throughput",
+                "first_step": first_slow,
+                "first_slow_logged_step": result.logged_step_covering(first_slow),
+                "onset_tolerance_steps": result.config.logging_steps,
+                "step_range": [first_slow, result.last_step],
+                "also_metric": "step_time",
+                "visible_in": ["metrics.csv"],
+                "note": "trainer_state.json has no per-step timing, as with transformers",
+            }
+        ],
+    }
+
+
 @dataclass(frozen=True)
 class Example:
     config: Callable[[], RunConfig]
@@ -1573,6 +1699,13 @@ EXAMPLES: dict[str, Example] = {
     "sgdr_grad_norm_healthy": Example(sgdr_grad_norm_config, sgdr_grad_norm_truth),
     "small_init_healthy": Example(small_init_config, small_init_truth),
     "memorise_healthy": Example(memorise_config, memorise_truth),
+    "eval_worse_train_flat": Example(eval_worse_config, eval_worse_truth),
+    "throughput_every5": Example(
+        throughput_coarse_config("throughput_every5"), throughput_coarse_truth
+    ),
+    "throughput_every20": Example(
+        throughput_coarse_config("throughput_every20"), throughput_coarse_truth
+    ),
 }
 
 

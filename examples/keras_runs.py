@@ -1,0 +1,224 @@
+"""Two real Keras runs, logged by Keras' own ``CSVLogger``: short logs with blatant problems.
+
+Both train on scikit-learn's bundled digits (the split and standardisation of
+``examples/generate.py``) with Keras 3 on its torch backend, on CPU, seeded
+(``keras.utils.set_random_seed``, one torch thread). Keras evaluates once per epoch and
+``CSVLogger`` writes one row per epoch (``epoch,accuracy,loss,val_accuracy,val_loss``), so
+these logs are a handful of rows, as most published Keras logs are.
+
+- ``keras_frozen``: a "base + head" model where ``model.trainable = False``, meant for the
+  pretrained base, is set on the whole model before ``compile``. Nothing trains (Keras warns
+  "The model does not have any trainable weights" and goes on): ``val_loss`` and
+  ``val_accuracy`` repeat one exact value at every epoch, ``loss`` differs only in float32
+  round-off (the batch order changes the summation). A dead model.
+- ``keras_short_overfit``: a 64-512-512-10 MLP, Adam 1e-3, no regularisation, on the 1,280
+  training digits with 30% of their labels replaced by random ones (a noisy annotator), each
+  epoch showing the training set 4 times (an oversampling ``np.tile``), 3 epochs. The model
+  memorises the wrong labels: the train loss falls at every epoch while ``val_loss`` is best
+  after epoch 0 and higher at each epoch after it, over 25% above its best at epoch 2.
+  Overfitting on 3 evaluations, the shape of most short Keras fine-tuning logs.
+
+Environment (see examples/README.md; the framework venv plus Keras)::
+
+    /tmp/examples-frameworks/bin/pip install -r examples/keras_requirements.txt
+    /tmp/examples-frameworks/bin/python examples/keras_runs.py            # both, ~2 min
+    /tmp/examples-frameworks/bin/python examples/keras_runs.py keras_frozen
+
+Each run replaces its folder's ``training.log`` and its own entry in ``examples/expected.json``;
+the ground truth is Keras' own ``History`` (the values ``CSVLogger`` wrote), read in memory.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["KERAS_BACKEND"] = "torch"
+
+import itertools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from expected_entry import rounded, write_entry  # noqa: E402
+from generate import Digits, load_split_digits  # noqa: E402
+
+LOG_NAME = "training.log"
+
+
+def classifier(hidden: tuple[int, ...]) -> keras.Model:
+    layers: list[Any] = [keras.Input((64,))]
+    layers += [keras.layers.Dense(width, activation="relu") for width in hidden]
+    layers.append(keras.layers.Dense(10, activation="softmax"))
+    return keras.Sequential(layers)
+
+
+def fit_logged(
+    name: str,
+    model: keras.Model,
+    learning_rate: float,
+    train: tuple[np.ndarray, np.ndarray],
+    data: Digits,
+    epochs: int,
+) -> dict[str, list[float]]:
+    """Compile, fit with ``CSVLogger`` into ``examples/<name>/training.log``, return History."""
+    folder = HERE / name
+    folder.mkdir(exist_ok=True)
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    history = model.fit(
+        *train,
+        epochs=epochs,
+        batch_size=32,
+        validation_data=(data.x_eval, data.y_eval),
+        verbose=0,
+        callbacks=[keras.callbacks.CSVLogger(str(folder / LOG_NAME))],
+    )
+    return {key: [float(v) for v in values] for key, values in history.history.items()}
+
+
+def keras_frozen(data: Digits) -> dict[str, Any]:
+    keras.utils.set_random_seed(0)
+    base = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64, activation="relu")])
+    model = keras.Sequential([base, keras.layers.Dense(10, activation="softmax")])
+    model.trainable = False  # the bug: meant for `base` (a pretrained feature extractor)
+    epochs = 6
+    h = fit_logged("keras_frozen", model, 1e-3, (data.x_train, data.y_train), data, epochs)
+    assert len(set(h["val_loss"])) == 1, h["val_loss"]  # what the run is for
+    loss_spread = max(h["loss"]) - min(h["loss"])
+    return {
+        "summary": (
+            "Keras MLP on digits with model.trainable = False set on the whole model (meant "
+            "for its base) before compile: nothing trains; val_loss repeats one exact value, "
+            "loss moves only by float32 round-off. CSVLogger, 6 epochs."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "stuck_metric",
+                "detector": "plateau",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "step_range": [0, epochs - 1],
+                "constant_value": rounded(h["val_loss"][0]),
+                "constant_points": epochs,
+                "criterion": "every logged val_loss is the same float32 value",
+                "min_severity": "warning",
+            },
+            {
+                "kind": "stuck_metric",
+                "detector": "plateau",
+                "metric": "train/loss",
+                "log_column": "loss",
+                "step_range": [0, epochs - 1],
+                "constant_value": rounded(h["loss"][0]),
+                "largest_difference": float(f"{loss_spread:.3g}"),
+                "criterion": "every logged loss within float32 round-off of the others",
+                "min_severity": "warning",
+            },
+        ],
+        "files": [LOG_NAME],
+        "steps": epochs - 1,
+        "max_steps": epochs - 1,
+        "logging_steps": 1,
+        "eval_steps": 1,
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "trainable_weights": len(model.trainable_weights),
+            "val_accuracy": rounded(h["val_accuracy"][0]),
+        },
+    }
+
+
+NOISY_LABEL_FRACTION = 0.3
+REPEATS_PER_EPOCH = 4
+
+
+def keras_short_overfit(data: Digits) -> dict[str, Any]:
+    seed = 1
+    keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng(seed)
+    labels = data.y_train.copy()
+    noisy = rng.random(labels.size) < NOISY_LABEL_FRACTION
+    labels[noisy] = rng.integers(0, 10, int(noisy.sum()))
+    train = (
+        np.tile(data.x_train, (REPEATS_PER_EPOCH, 1)),
+        np.tile(labels, REPEATS_PER_EPOCH),
+    )
+    epochs = 3
+    h = fit_logged("keras_short_overfit", classifier((512, 512)), 1e-3, train, data, epochs)
+    val_loss, val_accuracy, loss = h["val_loss"], h["val_accuracy"], h["loss"]
+    best = int(np.argmin(val_loss))
+    best_accuracy = int(np.argmax(val_accuracy))
+    rise = 100 * (val_loss[-1] / val_loss[best] - 1)
+    assert all(b < a for a, b in itertools.pairwise(loss)), loss
+    assert best == 0 and val_loss[1] < val_loss[2] and rise >= 25, val_loss
+    return {
+        "summary": (
+            "Keras 512-512 MLP on digits with 30% random labels, each epoch the training set "
+            f"{REPEATS_PER_EPOCH} times, 3 epochs: train loss falls every epoch, val_loss is "
+            f"best at epoch {best} and {rise:.0f}% higher at the last; val_accuracy is best "
+            f"at epoch {best_accuracy}. CSVLogger."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "overfitting",
+                "detector": "overfitting",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "best_step": best,
+                "step_range": [best, epochs - 1],
+                "best_eval_loss": rounded(val_loss[best]),
+                "last_eval_loss": rounded(val_loss[-1]),
+                "eval_rise_percent": rounded(rise),
+                "evaluations": epochs,
+                "train_loss": [rounded(v) for v in loss],
+                "best_val_accuracy_step": best_accuracy,
+                "best_val_accuracy": rounded(val_accuracy[best_accuracy]),
+                "min_severity": "warning",
+                "max_severity": "warning",
+            }
+        ],
+        "files": [LOG_NAME],
+        "steps": epochs - 1,
+        "max_steps": epochs - 1,
+        "logging_steps": 1,
+        "eval_steps": 1,
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "noisy_labels": int(noisy.sum()),
+            "val_loss": [rounded(v) for v in val_loss],
+            "val_accuracy": [rounded(v) for v in val_accuracy],
+            "framework": "keras",
+        },
+    }
+
+
+RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
+    "keras_frozen": keras_frozen,
+    "keras_short_overfit": keras_short_overfit,
+}
+
+
+def main(names: list[str]) -> None:
+    torch.set_num_threads(1)
+    data = load_split_digits()
+    for name in names or list(RUNS):
+        write_entry(name, RUNS[name](data))
+        print(name, "written")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
