@@ -343,8 +343,7 @@ def _check(
     )
     if train_falls and train_from and train_to:
         message += (
-            f", while {names.TRAIN_LOSS} kept falling ({train_from.text}, then "
-            f"{train_to.text})."
+            f", while {names.TRAIN_LOSS} kept falling ({train_from.text}, then {train_to.text})."
         )
         title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
     else:
