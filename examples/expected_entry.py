@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +32,12 @@ def write_entry(name: str, entry: dict[str, Any]) -> None:
         expected = json.loads(EXPECTED_PATH.read_text(encoding="utf-8"))
     expected[name] = entry
     EXPECTED_PATH.write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
+
+
+def write_runs(
+    runs: Mapping[str, Callable[[Any], dict[str, Any]]], names: list[str], data: Any
+) -> None:
+    """Train the named runs (all without names) on ``data``, each writing its own entry."""
+    for name in names or list(runs):
+        write_entry(name, runs[name](data))
+        print(name, "written")

@@ -46,7 +46,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from expected_entry import rounded, write_entry  # noqa: E402
+from expected_entry import rounded, write_runs  # noqa: E402
 from generate import Digits, load_split_digits  # noqa: E402
 
 LOG_NAME = "training.log"
@@ -57,6 +57,18 @@ def classifier(hidden: tuple[int, ...]) -> keras.Model:
     layers += [keras.layers.Dense(width, activation="relu") for width in hidden]
     layers.append(keras.layers.Dense(10, activation="softmax"))
     return keras.Sequential(layers)
+
+
+def epoch_log_layout(epochs: int) -> dict[str, Any]:
+    """expected.json's file and step fields of a Keras log: one row per epoch, from 0."""
+    last = epochs - 1
+    return {
+        "files": [LOG_NAME],
+        "steps": last,
+        "max_steps": last,
+        "logging_steps": 1,
+        "eval_steps": 1,
+    }
 
 
 def fit_logged(
@@ -127,11 +139,7 @@ def keras_frozen(data: Digits) -> dict[str, Any]:
                 "min_severity": "warning",
             },
         ],
-        "files": [LOG_NAME],
-        "steps": epochs - 1,
-        "max_steps": epochs - 1,
-        "logging_steps": 1,
-        "eval_steps": 1,
+        **epoch_log_layout(epochs),
         "facts": {
             "step_convention": "Keras' epoch index: the first epoch is step 0",
             "trainable_weights": len(model.trainable_weights),
@@ -191,11 +199,7 @@ def keras_short_overfit(data: Digits) -> dict[str, Any]:
                 "max_severity": "warning",
             }
         ],
-        "files": [LOG_NAME],
-        "steps": epochs - 1,
-        "max_steps": epochs - 1,
-        "logging_steps": 1,
-        "eval_steps": 1,
+        **epoch_log_layout(epochs),
         "facts": {
             "step_convention": "Keras' epoch index: the first epoch is step 0",
             "noisy_labels": int(noisy.sum()),
@@ -214,10 +218,7 @@ RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
 
 def main(names: list[str]) -> None:
     torch.set_num_threads(1)
-    data = load_split_digits()
-    for name in names or list(RUNS):
-        write_entry(name, RUNS[name](data))
-        print(name, "written")
+    write_runs(RUNS, names, load_split_digits())
 
 
 if __name__ == "__main__":

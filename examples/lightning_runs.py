@@ -41,7 +41,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from expected_entry import rounded, write_entry  # noqa: E402
+from expected_entry import rounded, write_runs  # noqa: E402
 from generate import Digits, load_split_digits  # noqa: E402
 
 LOG_FILE = "lightning_logs/version_0/metrics.csv"
@@ -228,10 +228,7 @@ RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
 def main(names: list[str]) -> None:
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     torch.set_num_threads(1)
-    data = load_split_digits()
-    for name in names or list(RUNS):
-        write_entry(name, RUNS[name](data))
-        print(name, "written")
+    write_runs(RUNS, names, load_split_digits())
 
 
 if __name__ == "__main__":
