@@ -10,6 +10,7 @@ the finding id, its severity, its step range and the numbers its message quotes.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -182,6 +183,25 @@ def test_signs_and_words_agree_and_no_impossible_advice(path: Path) -> None:
             if re.search(r"nothing is wrong", t, re.IGNORECASE)
         ]
         assert not soothing
+
+
+# --- class 8: root cause first ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("file", EXPECTED["divergence"]["files"])
+def test_the_lr_jump_leads_the_divergence_chain_in_id_order(file: str) -> None:
+    """divergence: the LR x100 at step 300 is the root; the blow-up, the grad norm and the
+    NaN follow it, in chain order with ids in that order."""
+    jump = next(p for p in EXPECTED["divergence"]["pathologies"] if p["kind"] == "lr_jump")
+    analysis = analysis_of(EXAMPLES / "divergence" / file)
+    assert analysis.chains
+    chain = [analysis.by_id(i) for i in analysis.chains[0]]
+    root = chain[0]
+    assert (root.detector, root.step_start) == ("lr_schedule", jump["step"])
+    assert root.cause is None
+    assert [f.id for f in chain] == sorted((f.id for f in chain), key=lambda i: int(i[1:]))
+    assert all(later.cause == earlier.id for earlier, later in itertools.pairwise(chain))
+    assert "divergence" in [f.detector for f in chain]
 
 
 # --- class 10: never green on nothing -------------------------------------------------------
