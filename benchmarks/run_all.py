@@ -46,11 +46,12 @@ sys.path.insert(0, str(HERE))
 
 import logs  # noqa: E402  (benchmarks/logs.py, beside this file)
 from bench_monitor import case_monitor, monitor_table  # noqa: E402
+from bench_reports import case_reports, reports_table  # noqa: E402
 from bench_watch_latency import watch_latency, watch_latency_table  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000)
 TB_TAGS = (("train/loss", "loss"), ("train/lr", "lr"), ("train/grad_norm", "grad_norm"))
-CASES = ("analyze", "profile", "readers", "watch", "batch", "monitor")
+CASES = ("analyze", "profile", "readers", "watch", "batch", "monitor", "reports")
 Result = dict[str, float]
 
 
@@ -460,6 +461,8 @@ def main() -> int:
         results["batch"] = case_batch(times, 100 if args.quick else 1000)
     if "monitor" in only:
         results["monitor"] = {**case_monitor(args.quick), "watch_latency": watch_latency()}
+    if "reports" in only:
+        results["reports"] = case_reports(args.quick)
     for key in ("analyze", "readers", "watch", "batch"):
         results.setdefault(key, [])
     text = table(results)
@@ -467,6 +470,8 @@ def main() -> int:
         monitor: dict[str, Any] = results["monitor"]  # type: ignore[assignment]
         lines = monitor_table(monitor) + watch_latency_table(monitor["watch_latency"])
         text += "\n".join(lines) + "\n"
+    if "reports" in results:
+        text += "\n".join(reports_table(results["reports"])) + "\n"  # type: ignore[arg-type]
     print(text)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))

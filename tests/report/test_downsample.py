@@ -1,8 +1,6 @@
-"""M4 downsampling: extremes survive, the count is bounded, a million points is fast."""
+"""M4 downsampling: extremes survive, the count is bounded, a million points keep their extremes."""
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -53,10 +51,12 @@ def test_uneven_steps() -> None:
     assert chosen[0] == 0 and chosen[-1] == x.size - 1 and chosen.size <= 1200
 
 
-def test_million_points_is_vectorised() -> None:
+def test_million_points_keep_the_extremes() -> None:
+    """A 1M-point series keeps its ends and its extremes within 4 points per column (its
+    speed is measured by `make bench`'s reports case)."""
     n = 1_000_000
     x = np.arange(n, dtype=np.int64)
     y = np.random.default_rng(0).normal(size=n)
-    start = time.perf_counter()
-    m4_indices(x, y, 900)
-    assert time.perf_counter() - start < 1.0
+    chosen = m4_indices(x, y, 900)
+    assert chosen[0] == 0 and chosen[-1] == n - 1 and chosen.size <= 4 * 900
+    assert int(np.argmax(y)) in chosen and int(np.argmin(y)) in chosen

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -134,7 +133,9 @@ def test_several_logs_get_an_overview_and_a_section_each(
     assert "No findings: the run looks healthy." in page
 
 
-def test_million_point_run_is_small_and_fast() -> None:
+def test_million_point_run_is_small() -> None:
+    """A 1M-step run's page stays small because it is downsampled (its render time is
+    measured by `make bench`'s reports case, not asserted here)."""
     run = big_run(1_000_000)
     finding = Finding(
         detector="spikes",
@@ -146,12 +147,9 @@ def test_million_point_run_is_small_and_fast() -> None:
         message="m",
     )
     analysis = analysis_of(run, [finding])
-    start = time.perf_counter()
     page = render_html([analysis])
-    elapsed = time.perf_counter() - start
     size = len(page.encode("utf-8"))
     assert size < 2 * 1024 * 1024, size
-    assert elapsed < 3.0, elapsed
     assert "shape-preserving" in page  # downsampled, and says so in the chart's desc
 
 
@@ -240,24 +238,33 @@ def test_edge_case_runs_render() -> None:
     assert "NaN/Inf" in all_nan
 
 
-def test_escaping_is_linear_time() -> None:
-    """200 KB of hostile text passes every sink quickly: no regex backtracks quadratically
-    (a quadratic pass over 200 KB would take minutes)."""
+def test_every_sink_neutralises_a_large_hostile_text() -> None:
+    """200 KB of hostile text comes out of every sink inert. How fast each sink is (a
+    regex that backtracked quadratically would take minutes here) is measured by `make
+    bench`'s reports case, which prints the 1x/2x ratio, not asserted in a test."""
     from trainspotter.report import escape
 
     blob = ("\x1b]" + "a://www.x @y #1 [z](w) <b> | % \n\r" * 3) * 2_000
-    start = time.perf_counter()
-    for sink in (
-        escape.terminal_text,
-        escape.html_text,
-        escape.markdown_text,
-        escape.workflow_message,
-        escape.workflow_property,
-        escape.sarif_text,
-        escape.xml_text,
-    ):
-        sink(blob)
-    assert time.perf_counter() - start < 2.0
+    outputs = {
+        name: getattr(escape, name)(blob)
+        for name in (
+            "terminal_text",
+            "html_text",
+            "markdown_text",
+            "workflow_message",
+            "workflow_property",
+            "sarif_text",
+            "xml_text",
+        )
+    }
+    for name, out in outputs.items():
+        assert "\x1b" not in out, name
+        assert out.count("www") >= 2_000 * 3, name  # the text is kept, only neutralised
+    assert "<b>" not in outputs["html_text"]
+    assert "[z](w)" not in outputs["markdown_text"] and "@y" not in outputs["markdown_text"]
+    assert "[z](w)" not in outputs["sarif_text"]
+    for name in ("workflow_message", "workflow_property"):
+        assert "\n" not in outputs[name] and "\r" not in outputs[name], name
 
 
 def test_healthy_run_says_passed_and_shades_nothing() -> None:
