@@ -23,6 +23,10 @@ class InputError(TrainspotterError):
     """A log that cannot be read: names the file and says what is wrong with it."""
 
     def __init__(self, path: str, problem: str) -> None:
+        # A problem quotes names from the log (a column called "\n"): its line breaks are
+        # written as escapes here, so the message stays one line before any report
+        # escapes it for its own sink.
+        problem = problem.replace("\r", "\\r").replace("\n", "\\n")
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem

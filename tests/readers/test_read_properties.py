@@ -318,3 +318,12 @@ def test_mlflow_store_with_damaged_files(
     chosen = {"store": root / "mlruns", "experiment": run.parent, "run": run}[target]
     for fmt in (None, "mlflow"):
         read_or_reject(chosen, fmt)
+
+
+def test_a_column_named_newline_keeps_the_error_on_one_line(workdir: Path) -> None:
+    """Found by hypothesis: a JSONL key "\\n" was quoted raw in the problem text."""
+    path = workdir / "log.jsonl"
+    path.write_text('{"step": 0}\n{"\\n": 0}\n', encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_log(path)
+    assert "\n" not in str(caught.value) and "\\n" in caught.value.problem
