@@ -321,6 +321,7 @@ def _compare(plan: _Plan, checked: _Checked) -> None:
     config = plan.config
     baseline = None
     if config.baseline is not None:
+        checked.inputs.append(plan.base / config.baseline)  # never replaced by a report
         try:
             baseline = load_baseline(config.baseline, config, base=plan.base)
         except TrainspotterError as exc:

@@ -113,6 +113,22 @@ def test_gate_never_replaces_an_input_log(logs: Path, capsys: pytest.CaptureFixt
     assert "would replace this input log" in (logs / "summary.md").read_text()
 
 
+def test_gate_never_replaces_its_baseline(logs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The config's `baseline:` is an input log too, even when it sits where a report goes."""
+    baseline = logs / "reports" / "trainspotter.json"
+    baseline.parent.mkdir()
+    original = '{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.0}\n{"step": 3, "loss": 0.5}\n'
+    baseline.write_text(original)
+    (logs / ".trainspotter.yml").write_text(
+        "baseline: reports/trainspotter.json\nreport:\n  directory: reports\n"
+    )
+    code = main(["gate", "runs/*.csv"])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert baseline.read_text() == original
+    assert "the json report would replace this input log" in captured.err
+
+
 # --- D16: --out / --html against glob and folder inputs
 
 
