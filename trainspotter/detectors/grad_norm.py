@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trainspotter import names
-from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors import idioms, loss_scale, stats
 from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
 from trainspotter.model import Evidence, Finding, Run, Series, Severity
 
@@ -361,7 +361,7 @@ def _explosion_finding(
     if blowup:
         evidence["loss_blowup"] = blowup
     fixes = (
-        "Enable gradient clipping (max_norm=1.0), or lower it if it is already on",
+        idioms.clipping_fix(run),
         "Lower the peak LR by 3-10x, and add or lengthen the warmup",
         f"Inspect the batches around step {start_step}: a corrupted or extreme batch "
         "(inputs or labels out of range) gives one huge gradient",

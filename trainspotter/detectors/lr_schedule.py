@@ -14,7 +14,7 @@ from typing import Annotated
 import numpy as np
 
 from trainspotter import names
-from trainspotter.detectors import stats
+from trainspotter.detectors import idioms, stats
 from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
 from trainspotter.model import Evidence, Finding, FloatArray, Run, Series, Severity
 
@@ -411,10 +411,9 @@ class _Analysis:
                 "instability": unstable,
             },
             fixes=(
-                "Add a linear warmup over the first 1-5% of steps (transformers: "
-                "warmup_ratio=0.03 or warmup_steps=...)",
+                idioms.warmup_fix(self.run),
                 "Lower the peak LR by 3-10x",
-                "Enable gradient clipping (max_norm=1.0)",
+                idioms.clipping_fix(self.run),
             ),
         )
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter import names
-from trainspotter.detectors import stats
+from trainspotter.detectors import idioms, stats
 from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
 from trainspotter.detectors.eval_noise import higher_is_better, is_quality_metric
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
@@ -269,11 +269,12 @@ def _other_best(run: Run, metric: str, best_step: int) -> tuple[str, int, float]
 def _keep_best_fix(run: Run, metric: str, step: int, value: float) -> str:
     """Keep the best checkpoint, in the words of the log's framework."""
     head = f"Load the checkpoint at step {step} (best {metric} {value:.4g}), or keep the best "
-    if run.source_format == "hf":
+    used = idioms.framework(run)
+    if used == "transformers":
         how = "automatically (transformers: load_best_model_at_end=True with metric_for_best_model)"
-    elif run.source_format == "lightning":
+    elif used == "lightning":
         how = "automatically (Lightning: ModelCheckpoint(monitor=..., mode='min', save_top_k=1))"
-    elif run.source_format == "csv" and run.meta.get("step_column") == "epoch":
+    elif used == "keras":
         how = (
             "automatically (Keras: ModelCheckpoint(save_best_only=True) or "
             "EarlyStopping(restore_best_weights=True))"

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import numpy as np
 
-from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors import idioms, loss_scale, stats
 from trainspotter.detectors.base import Above, Abstain, Scope, fmt, scope_or_abstain
 from trainspotter.model import Evidence, Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
@@ -594,7 +594,7 @@ def _finding(
         step_end=end_step,
         message=message,
         evidence=evidence,
-        fixes=_fixes(name, start_step, severity, first_logged=int(steps[0])),
+        fixes=_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
     )
 
 
@@ -609,7 +609,9 @@ def _lr_at(run: Run, step: int) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _fixes(name: str, step: int, severity: Severity, first_logged: int) -> tuple[str, ...]:
+def _fixes(
+    name: str, step: int, severity: Severity, first_logged: int, run: Run
+) -> tuple[str, ...]:
     if is_eval(name):
         return (
             f"Check the evaluation at step {step}: a changed or reshuffled eval set, a "
@@ -620,7 +622,7 @@ def _fixes(name: str, step: int, severity: Severity, first_logged: int) -> tuple
         )
     fixes = [
         "Lower the peak learning rate (by 2-3x) or lengthen the warmup.",
-        "Enable gradient clipping (e.g. max_norm=1.0) if it is off.",
+        f"{idioms.clipping_fix(run)}.",
         f"Inspect the batches around step {step}: a corrupt, mislabelled or extremely long "
         "sample often causes a one-off jump.",
         "With Adam, raise eps (1e-8 -> 1e-6) or lower beta2 (0.999 -> 0.95) to damp update spikes.",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainspotter.detectors import idioms
 from trainspotter.detectors.base import fmt
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
 from trainspotter.detectors.divergence.rise import Rise
@@ -140,7 +141,7 @@ def _error(
         step_end=steps[1],
         message=message,
         evidence=evidence,
-        fixes=_nan_fixes(steps[0], lead.start_step, _first_step(run)),
+        fixes=_nan_fixes(run, steps[0], lead.start_step, _first_step(run)),
     )
 
 
@@ -254,7 +255,9 @@ def _first_step(run: Run) -> int:
     return span[0] if span is not None else 0
 
 
-def _nan_fixes(restart_step: int, nonfinite_step: int, first_step: int) -> tuple[str, ...]:
+def _nan_fixes(
+    run: Run, restart_step: int, nonfinite_step: int, first_step: int
+) -> tuple[str, ...]:
     """`restart_step`: where the trouble began (a climb's onset, or the first non-finite
     value); `nonfinite_step`: the first non-finite value; `first_step`: the first logged
     step (no checkpoint precedes it: the advice is then a fresh start and a look at the
@@ -272,7 +275,7 @@ def _nan_fixes(restart_step: int, nonfinite_step: int, first_step: int) -> tuple
         )
     return (
         f"{restart} with a 2-10x lower learning rate.",
-        "Enable gradient clipping (e.g. max_norm=1.0).",
+        f"{idioms.clipping_fix(run)}.",
         "With fp16, switch to bf16 or check the loss scaler; look for log(0), division by "
         "zero or sqrt of a negative in custom loss code (e.g. add eps inside log/sqrt).",
         inputs,

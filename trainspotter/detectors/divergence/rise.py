@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors import idioms, loss_scale, stats
 from trainspotter.detectors.base import fmt
 from trainspotter.detectors.divergence.params import NAME, DivergenceParams
 from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
@@ -268,11 +268,11 @@ def _lr_restarted(run: Run, start: float, end: float) -> bool:
     return bool(np.any(jumped & inside[1:]))
 
 
-def _drift_fixes(name: str, rise: Rise) -> tuple[str, ...]:
+def _drift_fixes(name: str, rise: Rise, run: Run) -> tuple[str, ...]:
     return (
         f"Resume from the checkpoint nearest step {rise.min_step} (lowest {name}, "
         f"{fmt(rise.min_level)}) with a 2-10x lower learning rate.",
-        "Enable gradient clipping (e.g. max_norm=1.0) and check the warmup length.",
+        f"{idioms.clipping_fix(run)}; and check the warmup length.",
         "If the data changed partway (a new shard, a curriculum stage), check that stage for "
         "corrupt or mislabelled samples.",
         "With Adam, weight decay that is too strong or beta2 too high can also make the loss "
@@ -305,7 +305,7 @@ def drift_finding(name: str, rise: Rise, run: Run) -> Finding:
     )
     rise.evidence["onset_step"] = rise.onset_step
     title = f"{name} is drifting upward (diverging) from step {rise.onset_step}"
-    return rise.finding(name, title, Severity.ERROR, message, _drift_fixes(name, rise))
+    return rise.finding(name, title, Severity.ERROR, message, _drift_fixes(name, rise, run))
 
 
 def transient_finding(name: str, rise: Rise, run: Run) -> Finding:
@@ -338,7 +338,7 @@ def transient_finding(name: str, rise: Rise, run: Run) -> Finding:
     fixes = (
         f"Lower the learning rate (2-3x) or add/lengthen warmup: the climb started at "
         f"step {rise.min_step}.",
-        "Enable gradient clipping (e.g. max_norm=1.0).",
+        f"{idioms.clipping_fix(run)}.",
         f"Inspect the data around steps {rise.min_step}-{rise.peak_step} for a bad shard.",
     )
     return rise.finding(name, title, Severity.WARNING, message, fixes)

@@ -1,0 +1,47 @@
+"""Fixes speak the framework of the log (issue 13 point 5), judged from real example logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainspotter.analysis import analyze
+from trainspotter.detectors import idioms
+from trainspotter.readers import read_log
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    [
+        ("divergence/trainer_state.json", "transformers"),
+        ("lightning_input_spike/lightning_logs/version_0/metrics.csv", "lightning"),
+        ("keras_frozen/training.log", "keras"),
+        ("divergence/metrics.csv", "lightning"),  # written in CSVLogger's layout
+        ("divergence/tensorboard", "pytorch"),
+    ],
+)
+def test_framework_of_each_real_log(log: str, expected: str) -> None:
+    assert idioms.framework(read_log(EXAMPLES / log)) == expected
+
+
+def clipping_fixes(log: str) -> list[str]:
+    analysis = analyze(read_log(EXAMPLES / log))
+    return [fix for f in analysis.findings for fix in f.fixes if "clipping" in fix]
+
+
+def test_lightning_spike_fix_names_the_trainer_argument() -> None:
+    fixes = clipping_fixes("lightning_input_spike/lightning_logs/version_0/metrics.csv")
+    assert fixes and all("gradient_clip_val" in fix for fix in fixes)
+
+
+def test_transformers_log_is_not_told_to_enable_clipping_it_has_by_default() -> None:
+    fixes = clipping_fixes("divergence/trainer_state.json")
+    assert fixes and all("max_grad_norm" in fix and "Enable" not in fix for fix in fixes)
+
+
+def test_plain_log_gets_the_pytorch_call() -> None:
+    fixes = clipping_fixes("divergence/tensorboard")
+    assert fixes and all("clip_grad_norm_" in fix for fix in fixes)

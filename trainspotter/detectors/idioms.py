@@ -1,0 +1,63 @@
+"""Fixes in the words of the log's framework.
+
+A fix that names the wrong knob is a message that is wrong about the user's setup: "enable
+gradient clipping" is bad advice for a transformers Trainer run, where clipping is on by
+default (`max_grad_norm=1.0`), and a Lightning user looks for a Trainer argument, not a
+call to `clip_grad_norm_`. Detectors phrase their clipping and warmup fixes through this
+module. The framework is judged only from what the reader recorded: the log's format
+(`trainer_state.json` is transformers, `metrics.csv` from a Lightning folder is Lightning)
+and, for a plain CSV, a step column named `epoch` (Keras's CSVLogger writes that). Any
+other log gets the plain-PyTorch wording.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from trainspotter.model import Run
+
+Framework = Literal["transformers", "lightning", "keras", "pytorch"]
+
+
+def framework(run: Run) -> Framework:
+    """The framework the log's format points to; plain PyTorch when it says nothing."""
+    if run.source_format == "hf":
+        return "transformers"
+    if run.source_format == "lightning":
+        return "lightning"
+    if run.source_format == "csv" and run.meta.get("step_column") == "epoch":
+        return "keras"
+    return "pytorch"
+
+
+def clipping_fix(run: Run) -> str:
+    """Turn gradient clipping on (or tighten it), said the framework's way."""
+    return {
+        "transformers": "Check gradient clipping: TrainingArguments(max_grad_norm=1.0) is the "
+        "default, 0 or None turns it off; lower it if it is already on",
+        "lightning": "Enable gradient clipping: Trainer(gradient_clip_val=1.0), or lower it if "
+        "it is already on",
+        "keras": "Enable gradient clipping: the optimizer's clipnorm=1.0, or lower it if it is "
+        "already on",
+        "pytorch": "Enable gradient clipping: torch.nn.utils.clip_grad_norm_(model.parameters(), "
+        "max_norm=1.0) before optimizer.step(), or lower it if it is already on",
+    }[framework(run)]
+
+
+def warmup_fix(run: Run) -> str:
+    """Add a linear warmup over the first 1-5% of steps, said the framework's way."""
+    return (
+        "Add a linear warmup over the first 1-5% of steps "
+        + {
+            "transformers": "(TrainingArguments: warmup_ratio=0.03 or warmup_steps=...)",
+            "lightning": "(in configure_optimizers: a LinearLR warmup chained before the main "
+            "scheduler with SequentialLR, stepped every batch)",
+            "keras": "(a LearningRateSchedule that ramps up, or keras.optimizers.schedules."
+            "CosineDecay(warmup_target=..., warmup_steps=...))",
+            "pytorch": "(torch.optim.lr_scheduler.LinearLR(start_factor=0.01, total_iters=...) "
+            "chained before the main scheduler with SequentialLR)",
+        }[framework(run)]
+    )
+
+
+__all__ = ["Framework", "clipping_fix", "framework", "warmup_fix"]
