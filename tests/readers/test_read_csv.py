@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from readers_support import MakeFile, assert_well_formed
 
+from trainspotter.analysis import analyze
 from trainspotter.errors import InputError
+from trainspotter.model import Severity
 from trainspotter.readers import READERS, ReadOptions, detect_format, read_log
 
 
@@ -164,3 +167,31 @@ def test_errors(make_file: MakeFile, content: str, problem: str) -> None:
 def test_wall_time_is_nan_without_a_time_column(make_file: MakeFile) -> None:
     run = read_log(make_file("log.csv", "step,loss\n1,0.5\n"))
     assert np.isnan(run.metrics["train/loss"].wall_time).all()
+
+
+KERAS_APPENDED = Path(__file__).resolve().parents[1] / "data" / "keras" / "appended_runs.csv"
+
+
+def test_keras_csvlogger_appended_twice_reads_the_last_run() -> None:
+    # Real Keras CSVLogger(append=True) output of two runs (tests/data/keras/make_fixture.py):
+    # the second run's epoch 0 (val_loss 2.075) is a new start, not the first run diverging.
+    run = read_log(KERAS_APPENDED)
+    val = run.metrics["eval/loss"]
+    assert val.steps.tolist() == list(range(12))
+    assert val.values[0] == pytest.approx(2.075486898422241)
+    assert val.values[-1] == pytest.approx(0.5166698098182678)
+    assert run.meta["appended_runs"] == 2
+    assert run.meta["backward_steps"] == {}
+    assert (
+        "this log holds 2 runs appended one after another (the step counter starts again): "
+        "analysed the last, steps 0-11; the earlier runs are not analysed"
+    ) in run.notes()
+    findings = analyze(run).findings
+    assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+
+
+def test_one_metric_going_back_is_not_a_new_run(make_file: MakeFile) -> None:
+    content = "step,loss,acc\n1,0.9,\n2,0.8,0.1\n3,0.7,0.2\n1,0.95,\n4,0.6,0.3\n"
+    run = read_log(make_file("log.csv", content))
+    assert "appended_runs" not in run.meta
+    assert run.metrics["acc"].steps.tolist() == [2, 3, 4]

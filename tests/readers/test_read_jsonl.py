@@ -64,13 +64,25 @@ def test_lines_that_are_not_objects_are_counted(make_file: MakeFile) -> None:
     assert any(note.startswith("skipped 2 line(s)") for note in run.notes())
 
 
-def test_restarted_run_keeps_the_last_value(make_file: MakeFile) -> None:
+def test_resumed_run_keeps_the_last_value(make_file: MakeFile) -> None:
+    # Resumed from the checkpoint at step 40: history before it stays, the rest is rewritten.
+    rows = [(20, 8.0), (40, 7.0), (60, 6.5), (40, 6.9), (60, 6.0)]
+    content = "".join(f'{{"step": {s}, "loss": {v}}}\n' for s, v in rows)
+    run = read_log(make_file("metrics.jsonl", content))
+    assert run.metrics["train/loss"].values.tolist() == [8.0, 6.9, 6.0]
+    assert run.meta["duplicate_steps"] == {"train/loss": 2}
+    assert run.meta["backward_steps"] == {"train/loss": 1}
+    assert "appended_runs" not in run.meta
+
+
+def test_run_started_again_from_its_first_step_is_a_second_run(make_file: MakeFile) -> None:
     rows = [(20, 8.0), (40, 7.0), (20, 7.9), (40, 6.9), (60, 6.0)]
     content = "".join(f'{{"step": {s}, "loss": {v}}}\n' for s, v in rows)
     run = read_log(make_file("metrics.jsonl", content))
     assert run.metrics["train/loss"].values.tolist() == [7.9, 6.9, 6.0]
-    assert run.meta["duplicate_steps"] == {"train/loss": 2}
-    assert run.meta["backward_steps"] == {"train/loss": 1}
+    assert run.meta["appended_runs"] == 2
+    assert run.meta["duplicate_steps"] == {}
+    assert any("holds 2 runs appended" in note for note in run.notes())
 
 
 @pytest.mark.parametrize(

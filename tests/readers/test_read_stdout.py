@@ -267,3 +267,23 @@ def test_stdout_reads_in_pieces(make_file: MakeFile, monkeypatch: pytest.MonkeyP
     assert np.array_equal(whole.metrics["train/loss"].values, pieces.metrics["train/loss"].values)
     assert whole.metrics["train/loss"].values[3] == 2 / 4  # the last refresh wins
     assert "stdout" in READERS
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+def test_a_log_the_same_loop_printed_into_twice_reads_as_its_last_run(
+    make_file: MakeFile, name: str
+) -> None:
+    # `python train.py >> train.log` run twice: the counter (or, for HF dicts without a
+    # step, the epoch) starts again, and the second run is read alone, not as a relapse.
+    text = (DATA / name).read_text(encoding="utf-8")
+    once = read_log(DATA / name)
+    twice = read_log(make_file(name, text + text))
+    assert twice.meta["appended_runs"] == 2
+    assert any("holds 2 runs appended one after another" in n for n in twice.notes())
+    assert twice.metrics.keys() == once.metrics.keys()
+    for metric, series in once.metrics.items():
+        again = twice.metrics[metric].values
+        assert np.array_equal(again, series.values, equal_nan=True), metric
+    if "counted" not in once.meta["step_source"]:
+        for metric, series in once.metrics.items():
+            assert twice.metrics[metric].steps.tolist() == series.steps.tolist(), metric

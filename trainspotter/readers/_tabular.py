@@ -44,6 +44,7 @@ import numpy.typing as npt
 from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, IntArray, Run, Series
 from trainspotter.names import normalize
+from trainspotter.readers._appended import EPOCH_METRIC, find_last_run
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -137,9 +138,13 @@ def _not_repeated(steps: IntArray, values: FloatArray) -> BoolArray:
 class RunBuilder:
     """Collects columns, notes and meta for one Run and builds it once."""
 
-    def __init__(self, source_format: str, source_path: str) -> None:
+    def __init__(
+        self, source_format: str, source_path: str, *, appended_runs: bool = False
+    ) -> None:
         self.source_format = source_format
         self.source_path = source_path
+        self.appended_runs = appended_runs
+        """Look for several runs appended in one file and keep the last (`_appended`)."""
         self.meta: dict[str, Any] = {}
         self._notes: list[str] = []
         self._columns: list[Column] = []
@@ -189,6 +194,35 @@ class RunBuilder:
         named.sort(key=lambda pair: order[id(pair[0])])
         return named
 
+    def _last_run(self, named: list[tuple[Column, str]]) -> list[tuple[Column, str]]:
+        """The columns cut to the last of several appended runs, with a note (or as given)."""
+        epoch = next((c.values for c, name in named if name == EPOCH_METRIC), None)
+        last = find_last_run([n for _, n in named], [c.steps for c, _ in named], epoch)
+        if last is None:
+            return named
+        kept: list[tuple[Column, str]] = []
+        for index, (column, name) in enumerate(named):
+            if last.starts is not None:
+                keep = np.arange(column.steps.shape[0]) >= last.starts[index]
+            else:
+                keep = column.steps >= (last.from_step or 0)
+            if column.steps.shape[0] and not bool(np.any(keep)):
+                continue  # logged only by an earlier run
+            column.steps, column.values = column.steps[keep], column.values[keep]
+            if column.wall_time is not None:
+                column.wall_time = column.wall_time[keep]
+            kept.append((column, name))
+        steps = [c.steps for c, _ in kept if c.steps.shape[0]]
+        first = min(int(s.min()) for s in steps) if steps else 0
+        final = max(int(s.max()) for s in steps) if steps else 0
+        self.meta["appended_runs"] = last.runs
+        self.note(
+            f"this log holds {last.runs} runs appended one after another (the "
+            f"{'step counter' if last.starts is not None else 'epoch'} starts again): "
+            f"analysed the last, steps {first}-{final}; the earlier runs are not analysed"
+        )
+        return kept
+
     def build(self) -> Run:
         """The Run: one Series per non-empty column, meta counts and notes filled in."""
         metrics: dict[str, Series] = {}
@@ -196,7 +230,10 @@ class RunBuilder:
         skipped: dict[str, int] = {}
         backwards: dict[str, int] = {}
         empty: list[str] = []
-        for column, name in self._final_names():
+        named = self._final_names()
+        if self.appended_runs:
+            named = self._last_run(named)
+        for column, name in named:
             if column.skipped_cells:
                 skipped[name] = column.skipped_cells
             if column.steps.shape[0] == 0:

@@ -388,7 +388,7 @@ class StdoutLines:
                 "'- loss: X', and key=value / key: value pairs naming a loss, lr, "
                 "grad norm or accuracy)",
             )
-        builder = RunBuilder(source_format, display)
+        builder = RunBuilder(source_format, display, appended_runs=True)
         builder.meta["step_source"] = dict(self.step_source)
         builder.meta["progress_lines"] = self.records
         builder.meta["skipped_lines"] = self.skipped
