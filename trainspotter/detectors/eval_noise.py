@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -17,6 +18,13 @@ NAME = "eval_noise"
 MIN_TREND_POINTS = 8
 """The judged half needs this many evaluations: the trend test's minimum, and six second
 differences for the jitter (a sigma from fewer is a guess within a factor of two)."""
+
+SIGMA_LOG_SPREAD = 1.3
+"""sqrt(n) x the standard deviation of log(sigma_hat / sigma) for the second-difference
+sigma of n Gaussian white-noise points (simulated, 4,000 draws for each n = 8-100: 1.27-1.32)."""
+
+CONFIDENCE_Z = 1.645
+"""One-sided 95%: the jitter used for a verdict is its lower confidence bound."""
 
 MONOTONE_TAU = 0.6
 """|Kendall tau| >= 0.6 (80% of pairs in order) is a trend even when the
@@ -105,7 +113,12 @@ class EvalNoiseDetector:
       half (how far the metric really moved while those checkpoints were written); medians
       shed single bad evaluations and the comparison is direction-agnostic (a loss falls,
       an accuracy rises, an overfitting eval loss rises: all are rankable signals).
-    - Signal-to-noise = improvement / sigma. Below `snr_threshold` (2) the checkpoints
+    - Confidence: sigma from 8-20 evaluations is uncertain by a factor of 1.5-2, so every
+      verdict uses its one-sided 95% lower bound, sigma x exp(-1.645 x 1.3 / sqrt(n)) for
+      the n judged points (sqrt(n) x sd of log(sigma_hat / sigma) is 1.27-1.32 for
+      Gaussian white noise, simulated for n = 8-100): a short run is called noisy only when
+      even the least jitter its points allow is too large. The message gives both.
+    - Signal-to-noise = improvement / that bound. Below `snr_threshold` (2) the checkpoints
       cannot be told apart. The finding is a warning when the jitter is also at least
       `warn_relative_jitter` (5%) of the metric's level (`stats.level_scale`), info when it
       is between `min_relative_jitter` (1%) and 5%, and nothing below 1% (an accuracy at
@@ -127,7 +140,10 @@ class EvalNoiseDetector:
     design, which is exactly what this reports); short runs of coarse evaluations are
     skipped below 16 points rather than guessed at; a curve that bends sharply inside the
     judged half (a cliff, a restart) inflates second differences at the bend (the median
-    sheds one bend, not several).
+    sheds one bend, not several). Ordinary epoch-to-epoch jitter of a short Keras run on a
+    few thousand validation images (a val loss wobbling 10-20% of its level around a
+    converged value) is still reported, as a warning when even its lower bound is 5% of
+    the level: the late checkpoints there are equally good, so the choice costs little.
 
     **Example.** `examples/noisy_eval/trainer_state.json`: a warning from step 525, the
     second half of the run, where every evaluation used a fresh random 16 eval samples.
@@ -173,12 +189,15 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
         if fitted >= params.snr_threshold * sigma:
             return None
     level = stats.level_scale(late)
-    relative = sigma / level if level > 0 else float("inf")
+    # The verdict rests on the least jitter the points allow (one-sided 95% bound): from
+    # 8-20 evaluations the point estimate is uncertain by a factor of about 1.5-2.
+    sigma_low = sigma * math.exp(-CONFIDENCE_Z * SIGMA_LOG_SPREAD / math.sqrt(late.size))
+    relative = sigma_low / level if level > 0 else float("inf")
     if sigma <= 0 or relative < params.min_relative_jitter:
         return None
     earlier, later = np.array_split(late, 2)
     improvement = abs(float(np.median(later)) - float(np.median(earlier)))
-    snr = improvement / sigma
+    snr = improvement / sigma_low
     if snr >= params.snr_threshold:
         return None
     severity = Severity.WARNING if relative >= params.warn_relative_jitter else Severity.INFO
@@ -186,15 +205,19 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
     message = (
         f"Over the second half of the run (steps {int(late_x[0])}-{int(late_x[-1])}, "
         f"{late.size} of its {y.size} evaluations) {metric} jitters by about {sigma:.3g} "
-        f"(robust sigma of second differences, {relative:.0%} of its median level {level:.3g}) "
-        f"from one evaluation to the next, while the medians of "
-        f"the two halves of that stretch differ by {improvement:.3g} ({snr:.1f} sigma): the "
+        f"(robust sigma of second differences; at least {sigma_low:.3g} at 95% confidence, "
+        f"{relative:.0%} of its median level {level:.3g}) from one evaluation to the next, "
+        f"while the medians of the two halves of that stretch differ by {improvement:.3g} "
+        f"({snr:.1f} times that least jitter): the "
         "checkpoints of that stretch cannot be ranked by it. (Over the whole run the median "
         f"moved by {total:.3g}.)"
     )
     return Finding(
         detector=NAME,
-        title=f"{metric} too noisy to rank checkpoints by (jitter {relative:.0%} of its level)",
+        title=(
+            f"{metric} too noisy to rank checkpoints by "
+            f"(jitter at least {relative:.0%} of its level)"
+        ),
         severity=severity,
         metric=metric,
         step_start=int(late_x[0]),
@@ -202,6 +225,7 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
         message=message,
         evidence={
             "jitter_sigma": sigma,
+            "jitter_sigma_lower_bound": sigma_low,
             "relative_jitter": relative,
             "late_improvement": improvement,
             "signal_to_noise": snr,

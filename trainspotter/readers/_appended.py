@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def _restarts(steps: IntArray) -> list[int]:
     back = (steps[1:] < steps[:-1]) & (steps[1:] <= steps[0])
     restarts = [int(i) + 1 for i in np.flatnonzero(back)]
     bounds = [0, *restarts, steps.shape[0]]
-    if any(end - start < 2 for start, end in zip(bounds, bounds[1:], strict=False)):
+    if any(end - start < 2 for start, end in pairwise(bounds)):
         return []  # a "run" of one point is a step logged out of order, not a run
     return restarts
 

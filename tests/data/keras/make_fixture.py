@@ -17,9 +17,9 @@ from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
-import keras  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
+import keras
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
 
 OUT = Path(__file__).with_name("appended_runs.csv")
 
