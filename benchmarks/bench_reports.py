@@ -57,20 +57,8 @@ def case_reports(quick: bool) -> dict[str, Any]:
     x = np.arange(steps, dtype=np.int64)
     y = np.random.default_rng(0).normal(size=steps)
     m4_s = _seconds(lambda: m4_indices(x, y, 900), times)
-    sinks = {
-        name: getattr(escape, name)
-        for name in (
-            "terminal_text",
-            "html_text",
-            "markdown_text",
-            "workflow_message",
-            "workflow_property",
-            "sarif_text",
-            "xml_text",
-        )
-    }
     escaping = []
-    for name, sink in sinks.items():
+    for name, sink in escape.SINKS.items():
         small = HOSTILE_UNIT * 2_000
         large = small * 2
         s_small = _seconds(functools.partial(sink, small), times)

@@ -245,18 +245,7 @@ def test_every_sink_neutralises_a_large_hostile_text() -> None:
     from trainspotter.report import escape
 
     blob = ("\x1b]" + "a://www.x @y #1 [z](w) <b> | % \n\r" * 3) * 2_000
-    outputs = {
-        name: getattr(escape, name)(blob)
-        for name in (
-            "terminal_text",
-            "html_text",
-            "markdown_text",
-            "workflow_message",
-            "workflow_property",
-            "sarif_text",
-            "xml_text",
-        )
-    }
+    outputs = {name: sink(blob) for name, sink in escape.SINKS.items()}
     for name, out in outputs.items():
         assert "\x1b" not in out, name
         assert out.count("www") >= 2_000 * 3, name  # the text is kept, only neutralised

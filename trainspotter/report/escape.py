@@ -22,6 +22,7 @@ from __future__ import annotations
 import html
 import re
 import secrets
+from collections.abc import Callable
 
 from trainspotter.report import wording
 
@@ -168,6 +169,19 @@ def xml_text(text: str) -> str:
     """Log text made legal for XML 1.0 (for an XML writer that escapes `& < > "`
     itself): ANSI sequences, control characters, surrogates and U+FFFE/U+FFFF removed."""
     return _XML_ILLEGAL.sub("", terminal_text(text))
+
+
+SINKS: dict[str, Callable[[str], str]] = {
+    "terminal_text": terminal_text,
+    "html_text": html_text,
+    "markdown_text": markdown_text,
+    "workflow_message": workflow_message,
+    "workflow_property": workflow_property,
+    "sarif_text": sarif_text,
+    "xml_text": xml_text,
+}
+"""Every sink that makes log text inert for one output, by name (for the hostile-text
+tests and the escaping benchmark)."""
 
 
 def shorten(text: str, limit: int) -> str:
