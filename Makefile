@@ -73,7 +73,9 @@ lint-ci: $(STAMP)
 # A private dockerd (own data root and socket, stopped by PID), a Debian base image made
 # with debootstrap (no Docker Hub), then the `container` tests build the real Dockerfile
 # on it and run the image the GitHub way and the GitLab way. See scripts/container-engine.sh.
-ENGINE_DIR ?= /tmp/trainspotter-engine
+# The same folder as scripts/container-engine.sh uses (TRAINSPOTTER_ENGINE_DIR, if set), so
+# an engine .ci/run started in another folder is the one these targets talk to.
+ENGINE_DIR ?= $(or $(TRAINSPOTTER_ENGINE_DIR),/tmp/trainspotter-engine)
 ENGINE := TRAINSPOTTER_ENGINE_DIR=$(ENGINE_DIR) scripts/container-engine.sh
 # $(call with-engine,COMMAND): COMMAND with that engine up. An engine that already runs
 # (.ci/run starts one for both targets) is used and left running for its owner; one
