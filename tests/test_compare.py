@@ -226,3 +226,14 @@ def test_runs_with_different_steps_per_epoch_are_aligned_by_epoch() -> None:
 def test_comparison_keys_are_validated(text: str, problem: str) -> None:
     with pytest.raises(Exception, match=problem):
         parse_config(text)
+
+
+def test_terse_report_points_to_compare_for_one_finding(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The hint names the command that produced the finding: a `regression` finding exists
+    only in `compare`, so `analyze --finding` would not find it."""
+    log = str(PAIRS / "lr_too_low" / "metrics.csv")
+    assert main(["compare", log, "--baseline", str(BASELINE)]) == 1
+    out = capsys.readouterr().out
+    assert "compare --finding F" in out and "analyze --finding" not in out

@@ -335,8 +335,9 @@ def _hint(analyses: Sequence[Analysis]) -> str | None:
     ids = [f.id for a in analyses for f in active_findings(a) if f.severity > Severity.INFO]
     if not ids:
         return None
-    # `gate` has no --finding: name the command that has it.
-    return f"More: --verbose for the evidence and every fix; analyze --finding {ids[0]} for one"
+    # `gate` has no --finding: name the command that has it (`compare` for a comparison).
+    command = "compare" if any(a.comparison is not None for a in analyses) else "analyze"
+    return f"More: --verbose for the evidence and every fix; {command} --finding {ids[0]} for one"
 
 
 class TerminalReport:
