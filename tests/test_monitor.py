@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import trainspotter
+from trainspotter.detectors import idioms
 from trainspotter.monitor import replay
 from trainspotter.report.json_report import finding_dict
 
@@ -25,26 +26,17 @@ LOGS = [f"{name}/{entry['files'][0].rstrip('/')}" for name, entry in EXPECTED.it
     "divergence/metrics.csv",
     "throughput_drop/tensorboard",
 ]
-# A Monitor is told the source format ("csv"), not that the reader took a Keras log's `epoch`
-# column as its step, which is how the overfitting fix recognises Keras: live, its fix is the
-# generic "keep the best checkpoint" instead of Keras' ModelCheckpoint. Open: the Monitor API
-# has no way to name Keras yet.
-MONITOR_CANNOT_NAME_KERAS = {"keras_short_overfit/training.log"}
 
 
-def _log_param(log: str) -> object:
-    if log in MONITOR_CANNOT_NAME_KERAS:
-        reason = "Monitor cannot know a Keras log's step is its epoch (fix wording differs)"
-        return pytest.param(log, marks=pytest.mark.xfail(strict=True, reason=reason))
-    return log
-
-
-@pytest.mark.parametrize("log", [_log_param(log) for log in LOGS])
+@pytest.mark.parametrize("log", LOGS)
 def test_replay_ends_with_exactly_analyze(log: str) -> None:
     reference = trainspotter.analyze(EXAMPLES / log)
     monitor = trainspotter.Monitor(
         max_steps=reference.run.meta.get("max_steps"),
         source_format=reference.run.source_format,
+        # A training loop knows its framework; a log's reader infers it (Keras from a CSV
+        # whose step is `epoch`). Told it, the live fixes use the same words.
+        framework=idioms.framework(reference.run),
     )
     reported = [finding for point in replay(reference.run, monitor) for finding in point.news]
     final = monitor.finish()
@@ -53,7 +45,9 @@ def test_replay_ends_with_exactly_analyze(log: str) -> None:
     ]
     assert final.worst == reference.worst
     assert "in_progress" not in final.run.meta
-    # Every finding at or above warning in the end was news at some point on the way.
+    # Every finding at or above warning in the end was news at some point on the way, or
+    # at finish() when the last points complete it (log() analyses on a schedule).
+    reported += monitor.news_at_finish
     for finding in reference.findings:
         if finding.severity >= trainspotter.Severity.WARNING:
             assert any(
@@ -106,3 +100,26 @@ def test_log_checks_its_arguments() -> None:
         monitor.finish()
     monitor.log(2.0, loss=1.0)  # type: ignore[arg-type]
     assert monitor.finish().run.metrics["train/loss"].steps.tolist() == [2]
+
+
+def test_a_live_check_says_what_only_the_end_of_training_shows() -> None:
+    """A short Keras run whose overfitting only the last evaluation completes: log()'s
+    schedule skips that point, so the warning first shows at finish(), and a framework
+    callback must still say it on the training log, not only write it to the report."""
+    from trainspotter.integrations._live import LiveCheck
+
+    run = trainspotter.analyze(EXAMPLES / "keras_short_overfit/training.log").run
+    said: list[str] = []
+    live = LiveCheck(None, write_reports=False, say=lambda severity, line: said.append(line))
+    # One metric per call, as `replay` feeds a Monitor: log() then analyses on a schedule
+    # that skips the very last point.
+    for step in sorted({int(s) for series in run.metrics.values() for s in series.steps}):
+        for name, series in run.metrics.items():
+            at = np.flatnonzero(series.steps == step)
+            if at.size:
+                live.record(step, {name: float(series.values[at[0]])})
+    assert not said, "the warning is expected to show only at the end (see the docstring)"
+    analysis = live.finish(None)
+    assert analysis is not None and analysis.worst is trainspotter.Severity.WARNING
+    assert [f.detector for f in live.findings] == ["overfitting"]
+    assert len(said) == 1 and "overfitting" in said[0]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainspotter.api import Analysis, ConfigLike, check_run, resolve_config
+from trainspotter.detectors.idioms import FRAMEWORKS, Framework
 from trainspotter.errors import InputError
 from trainspotter.model import Finding, FloatArray, IntArray, Run, Severity
 from trainspotter.online import FindingTracker, Schedule, live_run_meta
@@ -87,7 +88,10 @@ class Monitor:
 
     `config`: a Config, the path of a `.trainspotter.yml`, or None for the defaults.
     `name`: how reports name the run. `max_steps`: the planned length, when known (lets
-    the LR-schedule check tell a warmup still running from one that never ends)."""
+    the LR-schedule check tell a warmup still running from one that never ends).
+    `framework`: the training framework calling `log` ("transformers", "lightning",
+    "keras" or "pytorch"), so fixes name its knobs; when None, the source format decides
+    (a plain loop gets the PyTorch wording)."""
 
     def __init__(
         self,
@@ -96,6 +100,7 @@ class Monitor:
         name: str = "monitor",
         max_steps: int | None = None,
         source_format: str = MONITOR_FORMAT,
+        framework: Framework | None = None,
         growth: float = 0.10,
         duty: float = 4.0,
         clock: Callable[[], float] = time.perf_counter,
@@ -105,6 +110,9 @@ class Monitor:
         self.max_steps = max_steps
         self.source_format = source_format
         """The framework whose metrics are logged ("hf", "lightning", ...): fixes name it."""
+        if framework is not None and framework not in FRAMEWORKS:
+            raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, not {framework!r}")
+        self.framework = framework
         self.clock = clock
         self.schedule = Schedule(growth, duty)
         self.tracker = FindingTracker()
@@ -112,6 +120,9 @@ class Monitor:
         """`log` calls so far (rows)."""
         self.analysis: Analysis | None = None
         """The latest analysis (live, or `finish()`'s)."""
+        self.news_at_finish: list[Finding] = []
+        """What `finish()` found that no `log` call had reported: `log` analyses on a
+        schedule, so a finding the last points complete can first show at the end."""
         self._columns: dict[str, _Column] = {}
 
     @property
@@ -163,7 +174,11 @@ class Monitor:
             (raw, c.name, c.steps[: c.size], c.values[: c.size], c.wall[: c.size])
             for raw, c in self._columns.items()
         ]
-        meta = {} if self.max_steps is None else {"max_steps": int(self.max_steps)}
+        meta: dict[str, object] = {}
+        if self.max_steps is not None:
+            meta["max_steps"] = int(self.max_steps)
+        if self.framework is not None:
+            meta["framework"] = self.framework
         run = run_from_columns(columns, self.source_format, self.name, meta)
         live_run_meta(run.meta, final)
         return run
@@ -203,7 +218,7 @@ class Monitor:
         analysis = self._analyse(final=True)
         if analysis is None:
             raise InputError(self.name, "no data points: no metric value was logged")
-        self._news(analysis)
+        self.news_at_finish = self._news(analysis)
         return analysis
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from trainspotter.analysis import analyze
 from trainspotter.detectors import idioms
+from trainspotter.monitor import Monitor, replay
 from trainspotter.readers import read_log
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -45,3 +46,25 @@ def test_transformers_log_is_not_told_to_enable_clipping_it_has_by_default() -> 
 def test_plain_log_gets_the_pytorch_call() -> None:
     fixes = clipping_fixes("divergence/tensorboard")
     assert fixes and all("clip_grad_norm_" in fix for fix in fixes)
+
+
+def test_a_declared_framework_wins_over_the_format() -> None:
+    run = read_log(EXAMPLES / "divergence/tensorboard")
+    run.meta["framework"] = "keras"
+    assert idioms.framework(run) == "keras"
+    run.meta["framework"] = "not-a-framework"  # anything else is ignored, not trusted
+    assert idioms.framework(run) == "pytorch"
+
+
+def test_a_live_monitor_told_keras_gives_the_keras_fix() -> None:
+    reference = read_log(EXAMPLES / "divergence/tensorboard")
+    monitor = Monitor(framework="keras")
+    for _ in replay(reference, monitor):
+        pass
+    fixes = [fix for f in monitor.finish().findings for fix in f.fixes if "clipping" in fix]
+    assert fixes and all("clipnorm" in fix for fix in fixes)
+
+
+def test_a_monitor_refuses_an_unknown_framework() -> None:
+    with pytest.raises(ValueError, match="framework must be one of"):
+        Monitor(framework="tensorflow")  # type: ignore[arg-type]

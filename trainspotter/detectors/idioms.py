@@ -6,21 +6,28 @@ default (`max_grad_norm=1.0`), and a Lightning user looks for a Trainer argument
 call to `clip_grad_norm_`. Detectors phrase their clipping and warmup fixes through this
 module. The framework is judged only from what the reader recorded: the log's format
 (`trainer_state.json` is transformers, `metrics.csv` from a Lightning folder is Lightning)
-and, for a plain CSV, a step column named `epoch` (Keras's CSVLogger writes that). Any
-other log gets the plain-PyTorch wording.
+and, for a plain CSV, a step column named `epoch` (Keras's CSVLogger writes that). A run
+whose meta names its framework (`meta["framework"]`, which a live `Monitor(framework=...)`
+sets, since a training loop knows what it is) is taken at its word. Any other log gets the
+plain-PyTorch wording.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from trainspotter.model import Run
 
 Framework = Literal["transformers", "lightning", "keras", "pytorch"]
+FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
 
 
 def framework(run: Run) -> Framework:
-    """The framework the log's format points to; plain PyTorch when it says nothing."""
+    """The framework the run declares or its log's format points to; plain PyTorch when
+    neither says."""
+    declared = run.meta.get("framework")
+    if declared in FRAMEWORKS:
+        return declared  # type: ignore[no-any-return]
     if run.source_format == "hf":
         return "transformers"
     if run.source_format == "lightning":
@@ -60,4 +67,4 @@ def warmup_fix(run: Run) -> str:
     )
 
 
-__all__ = ["Framework", "clipping_fix", "framework", "warmup_fix"]
+__all__ = ["FRAMEWORKS", "Framework", "clipping_fix", "framework", "warmup_fix"]

@@ -83,9 +83,7 @@ class LiveCheck:
         news = self.monitor.log(step, wall_time=time.time(), **numbers)
         stop = False
         for finding in news:
-            self.findings.append(finding)
-            if self.say is not None:
-                self.say(finding.severity, finding_line(finding))
+            self._report(finding)
             if self.stop_on is not None and finding.severity >= self.stop_on:
                 stop = True
                 if self.stopped_by is None:
@@ -98,6 +96,12 @@ class LiveCheck:
                         )
         return stop
 
+    def _report(self, finding: Finding) -> None:
+        """Keep a finding that is news and say it on the framework's logger."""
+        self.findings.append(finding)
+        if self.say is not None:
+            self.say(finding.severity, finding_line(finding))
+
     def finish(self, folder: str | Path | None) -> Analysis | None:
         """The final analysis, with the JSON and HTML reports written into `folder` (when
         given and `write_reports`); None when nothing was logged."""
@@ -105,6 +109,8 @@ class LiveCheck:
             analysis = self.monitor.finish()
         except TrainspotterError:
             return None  # nothing logged: no report to write
+        for finding in self.monitor.news_at_finish:
+            self._report(finding)
         if folder is not None and self.write_reports:
             target = Path(folder)
             target.mkdir(parents=True, exist_ok=True)
