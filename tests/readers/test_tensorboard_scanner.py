@@ -26,7 +26,7 @@ from trainspotter.readers import (  # noqa: E402
     read_log,
 )
 from trainspotter.readers._event_scan import EventFileScanner  # noqa: E402
-from trainspotter.readers._event_wire import Points  # noqa: E402
+from trainspotter.readers._event_wire import Decoded  # noqa: E402
 from trainspotter.readers._tfrecord import masked_crc32c  # noqa: E402
 
 
@@ -124,13 +124,9 @@ def test_fast_path_agrees_with_protobuf(
     assert scanner.records == len(payloads) and scanner.damaged_at is None
 
 
-def protobuf_only(points: Points) -> Points:
+def protobuf_only(decoded: Decoded) -> Decoded:
     """`decode_events` output with every record left to the protobuf parser."""
-    rows = {
-        name: getattr(points, name)[:0]
-        for name in ("key", "steps", "values", "wall", "tag", "tensor", "plugin", "readable")
-    }
-    return dataclasses.replace(points, ok=np.zeros_like(points.ok), **rows)
+    return dataclasses.replace(decoded, ok=np.zeros_like(decoded.ok), blocks={})
 
 
 def scan_both_ways(data: bytes, seed: int) -> tuple[EventFileScanner, EventFileScanner]:

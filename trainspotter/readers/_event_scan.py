@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import math
 from array import array
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trainspotter.model import FloatArray, IntArray
-from trainspotter.readers._event_wire import POSITION_BITS, Points, decode_events
+from trainspotter.readers._event_layout import PointInfo
+from trainspotter.readers._event_wire import POSITION_BITS, Block, Points, by_tag, decode_events
 from trainspotter.readers._tfrecord import (
     FRAMING_HEADER_BYTES,
-    BoolArray,
     UInt8Array,
     frame_records,
 )
@@ -117,72 +116,6 @@ class TagPoints:
         return sum(len(chunk) for chunk in self._steps)
 
 
-@dataclass
-class _Block:
-    """One tag's points from one buffer, in file order (fields as in `Points`)."""
-
-    key: IntArray
-    steps: IntArray
-    values: FloatArray
-    wall: FloatArray
-    tensor: BoolArray
-    plugin: IntArray
-    plugins: list[str]
-    readable: BoolArray
-
-    def take(self, rows: IntArray) -> _Block:
-        return _Block(
-            self.key[rows],
-            self.steps[rows],
-            self.values[rows],
-            self.wall[rows],
-            self.tensor[rows],
-            self.plugin[rows],
-            self.plugins,
-            self.readable[rows],
-        )
-
-    def join(self, other: _Block) -> _Block:
-        """Both blocks' points in file order (their records never overlap)."""
-        shifted = np.where(other.plugin >= 0, other.plugin + len(self.plugins), -1)
-        joined = _Block(
-            np.concatenate([self.key, other.key]),
-            np.concatenate([self.steps, other.steps]),
-            np.concatenate([self.values, other.values]),
-            np.concatenate([self.wall, other.wall]),
-            np.concatenate([self.tensor, other.tensor]),
-            np.concatenate([self.plugin, shifted]),
-            self.plugins + other.plugins,
-            np.concatenate([self.readable, other.readable]),
-        )
-        return joined.take(np.argsort(joined.key, kind="stable"))
-
-
-def _by_tag(points: Points) -> dict[str, _Block]:
-    """`points` split per tag, each in file order."""
-    order = np.argsort(points.key, kind="stable")
-    tag = points.tag[order]
-    found: dict[str, _Block] = {}
-    if not order.shape[0]:
-        return found
-    # Group rows by tag keeping file order within each: a stable sort by tag id.
-    by_tag = order[np.argsort(tag, kind="stable")]
-    ids = points.tag[by_tag]
-    bounds = np.flatnonzero(np.diff(ids)) + 1
-    for rows in np.split(by_tag, bounds):
-        found[points.tags[int(points.tag[rows[0]])]] = _Block(
-            points.key[rows],
-            points.steps[rows],
-            points.values[rows],
-            points.wall[rows],
-            points.tensor[rows],
-            points.plugin[rows],
-            points.plugins,
-            points.readable[rows],
-        )
-    return found
-
-
 class EventFileScanner:
     """Parses one event file's records, whole records only, remembering where it stopped.
 
@@ -202,11 +135,6 @@ class EventFileScanner:
 
     def __init__(self, event_class: Any) -> None:
         self._event = event_class()
-        # TensorBoard's SummaryMetadata class, reached through the Event class given.
-        value = self._event.summary.value.add()
-        self._value_class = type(value)
-        self._metadata_class = type(value.metadata)
-        self._event.Clear()
         self.tags: dict[str, TagPoints] = {}
         self.plugins: dict[str, str] = {}
         """Tag -> the plugin named by the last metadata seen for it."""
@@ -257,24 +185,22 @@ class EventFileScanner:
         payload does not parse: that record and every later one are dropped)."""
         buf: UInt8Array = np.frombuffer(buffer, dtype=np.uint8)
         count = int(starts.shape[0])
-        fast = decode_events(
-            buf, starts + FRAMING_HEADER_BYTES, lengths, self._plugin_name, self._value_parses
-        )
+        fast = decode_events(buf, starts + FRAMING_HEADER_BYTES, lengths, self._describe)
         slow_records = np.flatnonzero(~fast.ok)
         used = count
-        blocks = [_by_tag(fast)]
+        blocks = [fast.blocks]
         if slow_records.shape[0]:
             slow, used = self._parse_slow(buffer, starts, lengths, slow_records)
-            blocks.append(_by_tag(slow))
+            blocks.append(by_tag(slow))
         limit = used << POSITION_BITS
-        merged: dict[str, _Block] = {}
+        merged: dict[str, Block] = {}
         for found in blocks:
             for tag, block in found.items():
                 if used < count:
                     block = block.take(np.flatnonzero(block.key < limit))
                 previous = merged.get(tag)
                 merged[tag] = block if previous is None else previous.join(block)
-        kept: dict[str, _Block] = {}
+        kept: dict[str, Block] = {}
         for tag, block in merged.items():
             block = self._scalars_only(tag, block)
             if block.key.shape[0]:
@@ -291,22 +217,24 @@ class EventFileScanner:
                 self.fresh.append((tag, block.steps, block.values))
         return used
 
-    def _plugin_name(self, blob: bytes) -> str | None:
-        """The plugin a `SummaryMetadata` blob names (None: it does not parse)."""
-        try:
-            metadata = self._metadata_class.FromString(blob)
-        except Exception:  # google.protobuf.message.DecodeError
-            return None
-        return str(metadata.plugin_data.plugin_name)
+    def _describe(self, payload: bytes | memoryview) -> tuple[int, float, list[PointInfo]]:
+        """Parse one Event payload (raises on a damaged one): step, wall time, and its
+        scalar values with their plugin (see `PointInfo`)."""
+        event = self._event
+        event.ParseFromString(payload)
+        points: list[PointInfo] = []
+        for position, value in enumerate(event.summary.value):
+            kind = value.WhichOneof("value")
+            if kind == "simple_value":
+                points.append((position, value.tag, False, value.simple_value, None))
+            elif kind == "tensor":
+                plugin = None
+                if value.HasField("metadata"):
+                    plugin = str(value.metadata.plugin_data.plugin_name)
+                points.append((position, value.tag, True, tensor_scalar(value.tensor), plugin))
+        return int(event.step), float(event.wall_time), points
 
-    def _value_parses(self, blob: bytes) -> bool:
-        try:
-            self._value_class.FromString(blob)
-        except Exception:  # google.protobuf.message.DecodeError
-            return False
-        return True
-
-    def _scalars_only(self, tag: str, block: _Block) -> _Block:
+    def _scalars_only(self, tag: str, block: Block) -> Block:
         """Keep a tag's tensor values only while the plugin its last metadata named (in
         file order, from earlier buffers too) is a scalars plugin; remember that plugin."""
         if not block.tensor.any():
@@ -333,8 +261,6 @@ class EventFileScanner:
         """Protobuf-parse the records `which`: their points (tensor values with their
         metadata's plugin, unreadable tensors marked), and the number of records usable
         (the index of the first damaged one, else all)."""
-        event = self._event
-        parse = event.ParseFromString
         view = memoryview(buffer)
         keys, steps, numbers, wall = array("q"), array("q"), array("d"), array("d")
         tag_ids, tensor, plugin, readable = array("q"), array("b"), array("q"), array("b")
@@ -344,33 +270,22 @@ class EventFileScanner:
         for index in which.tolist():
             start = int(starts[index]) + FRAMING_HEADER_BYTES
             try:
-                parse(view[start : start + int(lengths[index])])
+                step, wall_time, points = self._describe(view[start : start + int(lengths[index])])
             except Exception:  # google.protobuf.message.DecodeError: damaged payload
                 used = index
                 break
-            for position, value in enumerate(event.summary.value):
-                kind = value.WhichOneof("value")
-                if kind == "simple_value":
-                    number: float | None = value.simple_value
-                    named = -1
-                elif kind == "tensor":
-                    number = tensor_scalar(value.tensor)
-                    named = -1
-                    if value.HasField("metadata"):
-                        name = value.metadata.plugin_data.plugin_name
-                        named = plugins.setdefault(name, len(plugins))
-                else:
-                    continue
+            for position, tag, is_tensor, number, plugin_name in points:
                 keys.append((index << POSITION_BITS) | position)
-                steps.append(event.step)
-                wall.append(event.wall_time)
+                steps.append(step)
+                wall.append(wall_time)
                 numbers.append(math.nan if number is None else number)
-                tag_ids.append(tags.setdefault(value.tag, len(tags)))
-                tensor.append(kind == "tensor")
-                plugin.append(named)
+                tag_ids.append(tags.setdefault(tag, len(tags)))
+                tensor.append(is_tensor)
+                plugin.append(
+                    -1 if plugin_name is None else plugins.setdefault(plugin_name, len(plugins))
+                )
                 readable.append(number is not None)
         return Points(
-            ok=np.ones(0, dtype=bool),
             key=np.frombuffer(keys, dtype=np.int64).copy(),
             steps=np.frombuffer(steps, dtype=np.int64).copy(),
             values=np.frombuffer(numbers, dtype=np.float64).copy(),
