@@ -214,17 +214,19 @@ class _Decoder:
         found: dict[str, Block] = {}
         for tag, pieces in self.pieces.items():
             key = np.concatenate([(p.records << POSITION_BITS) | p.position for p in pieces])
-            order = np.argsort(key, kind="stable")  # a merge of sorted runs: near linear
-            found[tag] = Block(
-                key[order],
-                np.concatenate([p.steps for p in pieces])[order],
-                np.concatenate([p.values for p in pieces])[order],
-                np.concatenate([p.wall for p in pieces])[order],
-                np.concatenate([np.full(p.records.shape[0], p.tensor) for p in pieces])[order],
-                np.concatenate([np.full(p.records.shape[0], p.plugin) for p in pieces])[order],
+            block = Block(
+                key,
+                np.concatenate([p.steps for p in pieces]),
+                np.concatenate([p.values for p in pieces]),
+                np.concatenate([p.wall for p in pieces]),
+                np.concatenate([np.full(p.records.shape[0], p.tensor) for p in pieces]),
+                np.concatenate([np.full(p.records.shape[0], p.plugin) for p in pieces]),
                 plugins,
-                np.concatenate([np.full(p.records.shape[0], p.readable) for p in pieces])[order],
+                np.concatenate([np.full(p.records.shape[0], p.readable) for p in pieces]),
             )
+            if len(pieces) > 1 and not bool(np.all(key[1:] > key[:-1])):
+                block = block.take(np.argsort(key, kind="stable"))  # sorted runs: fast
+            found[tag] = block
         return dict(sorted(found.items(), key=lambda item: int(item[1].key[0])))
 
 

@@ -11,9 +11,11 @@ import struct
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib.stride_tricks import sliding_window_view
 
 from trainspotter.model import IntArray
 
@@ -106,7 +108,7 @@ def _likely_starts(buffer: bytes) -> tuple[IntArray, IntArray]:
     led = np.flatnonzero(buf[FRAMING_HEADER_BYTES:] == 0x09)
     if not led.shape[0]:
         return led, led
-    header = buf[led[:, None] + np.arange(8)].copy().view("<u8")[:, 0]
+    header = _words(buf, led, 8, "<u8")
     fits = header <= MAX_RECORD_BYTES
     starts: IntArray = led[fits]
     ends: IntArray = starts + RECORD_OVERHEAD + header[fits].astype(np.int64)
@@ -157,6 +159,28 @@ def _walk_vectorised(buffer: bytes) -> tuple[IntArray, int]:
     return starts, pos
 
 
+def _words(buf: UInt8Array, at: IntArray, width: int, dtype: str) -> npt.NDArray[Any]:
+    """The little-endian integers of `width` bytes at offsets `at` (all within `buf`),
+    gathered through a strided view: one index per row, not one per byte."""
+    rows = sliding_window_view(buf, width)[at]
+    return rows.view(dtype)[:, 0]
+
+
+def _length_crcs(lengths: IntArray) -> IntArray:
+    """The masked CRC32C of each length's 8 bytes, computed once per distinct length
+    (record lengths repeat: a few distinct values in a file of millions)."""
+    if int(lengths.max()) < 1 << 16:  # the usual case: a lookup table, no sort
+        distinct = np.flatnonzero(np.bincount(lengths))
+        table = np.zeros(int(distinct[-1]) + 1, dtype=np.int64)
+        table[distinct] = [masked_crc32c(int(n).to_bytes(8, "little")) for n in distinct.tolist()]
+        out: IntArray = table[lengths]
+        return out
+    unique, inverse = np.unique(lengths, return_inverse=True)
+    crcs = [masked_crc32c(int(n).to_bytes(8, "little")) for n in unique.tolist()]
+    out = np.array(crcs, dtype=np.int64)[inverse.reshape(-1)]
+    return out
+
+
 def frame_records(buffer: bytes) -> Frames:
     """Walk the TFRecord framing of `buffer`: the complete records, where the walk ended,
     and the offset of a record whose length CRC is wrong (damage), if any."""
@@ -172,19 +196,9 @@ def frame_records(buffer: bytes) -> Frames:
         damaged = pos  # an "incomplete" record whose length is garbage
     buf: UInt8Array = np.frombuffer(buffer, dtype=np.uint8)
     if start_arr.shape[0]:
-        headers = buf[start_arr[:, None] + np.arange(FRAMING_HEADER_BYTES)]
-        lengths: IntArray = headers[:, :8].copy().view("<u8")[:, 0].astype(np.int64)
-        crcs = headers[:, 8:].copy().view("<u4")[:, 0].astype(np.int64)
-        keys = (lengths << 32) | crcs  # lengths < 2**30: one int64 per distinct header
-        unique, inverse = np.unique(keys, return_inverse=True)
-        good = np.array(
-            [
-                masked_crc32c(int(key >> 32).to_bytes(8, "little")) == int(key & 0xFFFFFFFF)
-                for key in unique.tolist()
-            ],
-            dtype=bool,
-        )
-        bad = np.flatnonzero(~good[inverse.reshape(-1)])
+        lengths: IntArray = _words(buf, start_arr, 8, "<u8").astype(np.int64)
+        crcs = _words(buf, start_arr + 8, 4, "<u4").astype(np.int64)
+        bad = np.flatnonzero(crcs != _length_crcs(lengths))
         if bad.shape[0]:
             first = int(bad[0])
             damaged = int(start_arr[first])
