@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.readers import _trainer_state_fast, read_log
+from trainspotter.readers import _trainer_state_chunks, _trainer_state_fast, read_log
 
 pytest.importorskip("orjson")
 
@@ -109,18 +109,95 @@ def test_the_common_shape_takes_the_columns(
     path = tmp_path / "trainer_state.json"
     path.write_text(json.dumps({"log_history": history}, indent=2))
     calls: list[object] = []
-    original = _trainer_state_fast.history_table
+    original = _trainer_state_chunks.read_history
 
     def spy(*args: object, **kwargs: object) -> object:
         result = original(*args, **kwargs)  # type: ignore[arg-type]
         calls.append(result)
         return result
 
-    monkeypatch.setattr(_trainer_state_fast, "history_table", spy)
-    monkeypatch.setattr("trainspotter.readers.hf.history_table", spy)
+    monkeypatch.setattr("trainspotter.readers.hf.read_history", spy)
     run = read_log(path)
     assert calls and calls[0] is not None
     assert math.isnan(run.metrics["grad_norm"].values[2])
     assert run.metrics["eval/loss"].values.tolist() == [1.1]
     assert run.meta["summary"]["train_runtime"] == 3.0
     assert np.array_equal(run.metrics["train/loss"].steps, np.arange(1, 8))
+
+
+tricky_cell = st.one_of(
+    plain_cell,
+    st.sampled_from(["},{", '"}, {"step": 1}', "\\", "log_history"]),
+    st.just({"inner": {"x": [1.0, {"y": "},"}]}}),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=entries(st.one_of(plain_cell, tricky_cell), st.integers(0, 50)),
+    chunk=st.integers(1, 400),
+    indent=st.sampled_from([None, 2]),
+    after=st.sampled_from([{}, {"logging_steps": 5, "x": [1, 2]}]),
+)
+def test_chunked_reading_agrees_wherever_it_cuts(
+    tmp_path_factory: pytest.TempPathFactory,
+    history: object,
+    chunk: int,
+    indent: int | None,
+    after: dict[str, object],
+) -> None:
+    """Property: the log_history read in chunks of any size (cuts inside entries, strings
+    holding `},` or the key, nested objects) gives the Run of the whole-document path."""
+    path = tmp_path_factory.mktemp("chunks") / "trainer_state.json"
+    state = {"epoch": 1.0, "log_history": history, **after}
+    path.write_text(json.dumps(state, indent=indent, sort_keys=True))
+
+    def outcome() -> object:
+        try:
+            return describe(read_log(path))
+        except InputError as exc:
+            return exc.problem
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_trainer_state_chunks, "CHUNK_BYTES", chunk)
+        chunked = outcome()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_trainer_state_fast, "_fast_loads", None)
+        patch.setattr(_trainer_state_fast, "history_table", lambda *a, **k: None)
+        plain = outcome()
+    assert chunked == plain
+
+
+def test_a_trainer_state_is_read_in_many_chunks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Trainer-shaped (indent 2, sorted keys, NaN tokens) and cut into many chunks: the
+    chunked path reads it, with the values json reads."""
+    history: list[dict[str, object]] = [
+        {
+            "epoch": s / 100,
+            "grad_norm": math.nan if s % 17 == 0 else 1.0 + s,
+            "loss": 1 / s,
+            "step": s,
+        }
+        for s in range(1, 301)
+    ]
+    history.append(
+        {"epoch": 3.0, "step": 300, "total_flos": 1.0, "train_loss": 0.1, "train_runtime": 9.0}
+    )
+    path = tmp_path / "trainer_state.json"
+    path.write_text(
+        json.dumps({"global_step": 300, "log_history": history}, indent=2, sort_keys=True)
+    )
+    monkeypatch.setattr(_trainer_state_chunks, "CHUNK_BYTES", 500)
+    taken: list[object] = []
+    original = _trainer_state_chunks.read_history
+    monkeypatch.setattr(
+        "trainspotter.readers.hf.read_history", lambda *a: taken.append(original(*a)) or taken[-1]
+    )
+    run = read_log(path)
+    assert taken and taken[0] is not None
+    grad = run.metrics["grad_norm"].values
+    assert np.isnan(grad[16]) and grad[0] == 2.0 and len(grad) == 300
+    assert run.meta["summary"]["train_runtime"] == 9.0
+    assert run.meta["trainer_state"]["global_step"] == 300

@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
+from trainspotter.model import FloatArray, IntArray
 from trainspotter.readers._records import MAX_RECORD_CELLS
-from trainspotter.readers._tabular import NumericColumn, Table
+from trainspotter.readers._tabular import BoolArray, NumericColumn, Table
 
-_fast_loads: Callable[[str], Any] | None
+_fast_loads: Callable[[str | bytes], Any] | None
 try:  # optional speed-up, see the module docstring
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - depends on the environment
@@ -47,7 +49,7 @@ def _widened_int(value: object) -> bool:
     return type(value) is float and value.is_integer() and abs(value) >= _FLOAT_INT_LIMIT
 
 
-def _needs_json(state: object, step_key: str, summary_markers: tuple[str, ...]) -> bool:
+def needs_json(state: object, step_key: str, summary_markers: tuple[str, ...]) -> bool:
     """Whether orjson's result may differ from json's where the reader looks (docstring):
     top-level scalars, steps, and entries that may be run summaries."""
     if not isinstance(state, dict):
@@ -96,9 +98,126 @@ def parse_state(
         except Exception:  # orjson.JSONDecodeError and friends: let json decide
             pass
         else:
-            if not _needs_json(state, step_key, summary_markers):
+            if not needs_json(state, step_key, summary_markers):
                 return state
     return reference(text)
+
+
+@dataclass
+class HistoryColumns:
+    """`log_history` entries added in pieces (in file order), kept as columns: per key a
+    float array (NaN where absent) and a logged mask per piece, so the entries' dicts can
+    be dropped after each piece (a million entries as dicts take ~350 MB)."""
+
+    step_key: str
+    count: int = 0
+    shapes: dict[tuple[str, ...], int] = field(default_factory=dict)
+    """Each distinct key tuple (an entry's keys in order) and its id, in order of first
+    appearance."""
+    steps: list[IntArray] = field(default_factory=list)
+    shape_of: list[IntArray] = field(default_factory=list)
+    cells: dict[str, list[tuple[int, FloatArray, BoolArray]]] = field(default_factory=dict)
+    """Per key: (offset of the piece, values, logged) for the pieces holding the key."""
+    maybe_summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The entries holding a run-summary key (`summary_keys` in `table`), by index."""
+
+    def add(self, entries: list[Any], summary_keys: tuple[str, str, str]) -> bool:
+        """Add a piece; False when it is not the common shape (module docstring)."""
+        count = len(entries)
+        if any(type(entry) is not dict for entry in entries):
+            return False
+        steps_raw = list(map(dict.get, entries, repeat(self.step_key)))
+        if not set(map(type, steps_raw)) <= {int}:
+            return False
+        try:
+            steps = np.array(steps_raw, dtype=np.int64)
+        except OverflowError:
+            return False
+        shapes = list(map(tuple, entries))  # each entry's keys, in order
+        for shape in dict.fromkeys(shapes):
+            self.shapes.setdefault(shape, len(self.shapes))
+        if len(self.shapes) > MAX_SHAPES:
+            return False
+        shape_of = np.fromiter(map(self.shapes.__getitem__, shapes), np.int64, count)
+        for shape in dict.fromkeys(shapes):
+            members = np.flatnonzero(shape_of == self.shapes[shape])
+            if not shape:
+                continue
+            group = [entries[i] for i in members.tolist()]
+            cells = list(map(itemgetter(*shape), group)) if len(shape) > 1 else None
+            block = _numbers(cells if cells is not None else [(e[shape[0]],) for e in group])
+            if block is None:
+                return False
+            numbers, logged = block
+            for column, key in enumerate(shape):
+                held = self.cells.setdefault(key, [])
+                if not held or held[-1][0] != self.count:
+                    held.append((self.count, np.full(count, np.nan), np.zeros(count, bool)))
+                held[-1][1][members] = numbers[:, column]
+                held[-1][2][members] = logged[:, column]
+            if summary_keys[0] in shape or summary_keys[1] in shape:
+                for index in members.tolist():
+                    self.maybe_summaries[self.count + index] = entries[index]
+        self.steps.append(steps)
+        self.shape_of.append(shape_of)
+        self.count += count
+        return True
+
+    def column(self, key: str) -> tuple[FloatArray, BoolArray]:
+        """A key's values and logged mask over every entry added."""
+        values = np.full(self.count, np.nan)
+        logged = np.zeros(self.count, dtype=bool)
+        for offset, piece_values, piece_logged in self.cells.get(key, []):
+            values[offset : offset + piece_values.shape[0]] = piece_values
+            logged[offset : offset + piece_values.shape[0]] = piece_logged
+        return values, logged
+
+    def table(
+        self, epoch_key: str, eval_prefix: str, summary_keys: tuple[str, str, str]
+    ) -> tuple[Table, list[dict[str, Any]]] | None:
+        """The Table of the non-summary entries and the summary entries, or None when there
+        are no entries or too many cells (the entry loop gives the error)."""
+        count = self.count
+        if not count:
+            return None
+        distinct = list(self.shapes)
+        keys = list(dict.fromkeys(chain.from_iterable(distinct)))  # in order of first appearance
+        if len(keys) * count > MAX_RECORD_CELLS:
+            return None
+        steps = np.concatenate(self.steps)
+        shape_of = np.concatenate(self.shape_of)
+        no = np.zeros(count, dtype=bool)
+        # Per key: which entries hold it (null counts), from the shapes alone.
+        has = {key: np.array([key in shape for shape in distinct])[shape_of] for key in keys}
+        is_eval = np.logical_or.reduce([has[k] for k in keys if k.startswith(eval_prefix)] + [no])
+        marker, flos, loss = summary_keys
+        summary = has.get(marker, no) | (has.get(flos, no) & ~has.get(loss, no) & ~is_eval)
+        rows = np.flatnonzero(~summary)
+        train_steps = steps[rows][~is_eval[rows]]
+        columns: dict[str, NumericColumn] = {}
+        first_seen: dict[str, int] = {}
+        for key in keys:
+            if key == self.step_key:
+                values, present = steps.astype(np.float64), np.ones(count, dtype=bool)
+            else:
+                values, present = self.column(key)
+            if key == epoch_key:
+                present[rows[is_eval[rows] & np.isin(steps[rows], train_steps)]] = False
+            logged_rows = present[rows]
+            held = np.flatnonzero(logged_rows)
+            if held.shape[0]:
+                columns[key] = NumericColumn(values[rows], logged_rows)
+                first_seen[key] = int(held[0])
+
+        # RecordTableBuilder's column order: by the first row that holds a value, then by
+        # the key's position in that row.
+        def order(key: str) -> tuple[int, int]:
+            row = int(rows[first_seen[key]])
+            return first_seen[key], distinct[int(shape_of[row])].index(key)
+
+        ordered = {key: columns[key] for key in sorted(columns, key=order)}
+        summaries = [self.maybe_summaries[i] for i in np.flatnonzero(summary).tolist()]
+        return Table(ordered, int(rows.shape[0])), summaries
 
 
 def history_table(
@@ -107,71 +226,14 @@ def history_table(
     epoch_key: str,
     eval_prefix: str,
     summary_keys: tuple[str, str, str],
-) -> tuple[Table, list[int]] | None:
-    """The Table of the non-summary entries and the indices of the summary entries, or
-    None when `entries` is not the common shape (module docstring). `summary_keys`:
-    the marker, `total_flos` and `loss` (see `hf.is_summary_entry`)."""
-    count = len(entries)
-    steps_raw = list(map(dict.get, entries, repeat(step_key)))
-    if set(map(type, steps_raw)) != {int}:
+) -> tuple[Table, list[dict[str, Any]]] | None:
+    """The Table of the non-summary entries and the summary entries, or None when
+    `entries` is not the common shape (module docstring). `summary_keys`: the marker,
+    `total_flos` and `loss` (see `hf.is_summary_entry`)."""
+    columns = HistoryColumns(step_key)
+    if not columns.add(entries, summary_keys):
         return None
-    try:
-        steps = np.array(steps_raw, dtype=np.int64)
-    except OverflowError:
-        return None
-    shapes = list(map(tuple, entries))  # each entry's keys, in order
-    distinct = dict.fromkeys(shapes)
-    if len(distinct) > MAX_SHAPES:
-        return None
-    keys = list(dict.fromkeys(chain.from_iterable(distinct)))  # in order of first appearance
-    if len(keys) * count > MAX_RECORD_CELLS:
-        return None  # the entry loop gives the error
-    shape_ids = dict(zip(distinct, range(len(distinct)), strict=True))
-    shape_of = np.fromiter(map(shape_ids.__getitem__, shapes), np.int64, count)
-    del shapes
-    no = np.zeros(count, dtype=bool)
-    # Per key: which entries hold it (null counts), from the shapes alone.
-    has = {key: np.array([key in shape for shape in distinct])[shape_of] for key in keys}
-    is_eval = np.logical_or.reduce([has[k] for k in keys if k.startswith(eval_prefix)] + [no])
-    marker, flos, loss = summary_keys
-    summary = has.get(marker, no) | (has.get(flos, no) & ~has.get(loss, no) & ~is_eval)
-    rows = np.flatnonzero(~summary)
-    values = {key: np.full(count, np.nan) for key in keys}
-    present = {key: no.copy() for key in keys}
-    for shape, index in shape_ids.items():
-        members = np.flatnonzero(shape_of == index)
-        if not shape or not members.shape[0]:
-            continue
-        group = [entries[i] for i in members.tolist()]
-        cells = list(map(itemgetter(*shape), group)) if len(shape) > 1 else None
-        block = _numbers(cells if cells is not None else [(e[shape[0]],) for e in group])
-        if block is None:
-            return None
-        numbers, logged = block
-        for column, key in enumerate(shape):
-            values[key][members] = numbers[:, column]
-            present[key][members] = logged[:, column]
-    values[step_key] = steps.astype(np.float64)
-    present[step_key] = np.ones(count, dtype=bool)
-    train_steps = steps[rows][~is_eval[rows]]
-    if epoch_key in present:
-        present[epoch_key][rows[is_eval[rows] & np.isin(steps[rows], train_steps)]] = False
-    columns: dict[str, NumericColumn] = {}
-    first_seen: dict[str, int] = {}
-    for key in keys:
-        logged_rows = present[key][rows]
-        held = np.flatnonzero(logged_rows)
-        if held.shape[0]:
-            columns[key] = NumericColumn(values[key][rows], logged_rows)
-            first_seen[key] = int(held[0])
-
-    # RecordTableBuilder's column order: by the first row that holds a value, then by the
-    # key's position in that row.
-    def order(key: str) -> tuple[int, int]:
-        return first_seen[key], list(entries[int(rows[first_seen[key]])]).index(key)
-
-    ordered = {key: columns[key] for key in sorted(columns, key=order)}
-    return Table(ordered, int(rows.shape[0])), np.flatnonzero(summary).tolist()
+    return columns.table(epoch_key, eval_prefix, summary_keys)
 
 
 def _numbers(cells: list[tuple[Any, ...]]) -> tuple[Any, Any] | None:

@@ -41,8 +41,10 @@ import numpy as np
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._files import (
+    decode_text,
     first_line,
     latest_numbered_file,
+    read_bytes,
     read_text,
 )
 from trainspotter.readers._folder_log import FolderLogReader
@@ -54,6 +56,7 @@ from trainspotter.readers._tabular import (
     canonical_name,
     table_to_run,
 )
+from trainspotter.readers._trainer_state_chunks import read_history
 from trainspotter.readers._trainer_state_fast import history_table, parse_state
 from trainspotter.readers.base import Growth, ReadOptions, Tail
 from trainspotter.readers.incremental import LOG_DELETED
@@ -162,7 +165,17 @@ class HfTrainerStateReader(FolderLogReader):
         return file, note
 
     def run_from_file(self, file: Path, builder: RunBuilder, options: ReadOptions) -> Run:
-        return self.run_from_state(self.load(file, builder.source_path), builder, options)
+        display = builder.source_path
+        data = read_bytes(file, display)
+        markers = (SUMMARY_MARKER, "total_flos")
+        read = read_history(data, STEP_KEY, EPOCH_KEY, EVAL_PREFIX, _SUMMARY_KEYS, markers)
+        if read is not None:  # the log_history read in chunks, straight into columns
+            state, table, summaries = read
+            self._state_meta(state, builder)
+            return self._finish(table, summaries, 0, builder, options)
+        text = decode_text(data, display)
+        del data
+        return self.run_from_state(self.state_from_text(text, display), builder, options)
 
     def copy_rank(self, file: Path) -> tuple[Path, tuple[int, int]] | None:
         """Each `checkpoint-N/trainer_state.json` holds the log up to step N: the copies
@@ -184,18 +197,13 @@ class HfTrainerStateReader(FolderLogReader):
         """The Run from a loaded trainer state (also used by `watch`)."""
         display = builder.source_path
         history = state["log_history"]
-        builder.meta["trainer_state"] = _scalar_facts(state)
-        planned = state.get("max_steps")
-        if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0:
-            # The planned length: lets detectors tell "still in warmup" from "never ends".
-            builder.meta["max_steps"] = planned
+        self._state_meta(state, builder)
 
         entries = [entry for entry in history if isinstance(entry, dict)]
         skipped_entries = len(history) - len(entries)
         fast = history_table(entries, STEP_KEY, EPOCH_KEY, EVAL_PREFIX, _SUMMARY_KEYS)
         if fast is not None and not skipped_entries:
-            table, summary_rows = fast
-            return self._finish(table, [entries[i] for i in summary_rows], 0, builder, options)
+            return self._finish(fast[0], fast[1], 0, builder, options)
         summaries: list[dict[str, Any]] = []
         rows: list[tuple[int, bool, dict[str, Any]]] = []  # (step, is_eval, entry), file order
         for entry in entries:
@@ -222,6 +230,14 @@ class HfTrainerStateReader(FolderLogReader):
             builder,
             options,
         )
+
+    def _state_meta(self, state: dict[str, Any], builder: RunBuilder) -> None:
+        """The top-level facts of a trainer state, into `builder.meta`."""
+        builder.meta["trainer_state"] = _scalar_facts(state)
+        planned = state.get("max_steps")
+        if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0:
+            # The planned length: lets detectors tell "still in warmup" from "never ends".
+            builder.meta["max_steps"] = planned
 
     def _finish(
         self,
@@ -264,12 +280,8 @@ class HfTrainerStateReader(FolderLogReader):
             require_metrics=False,
         )
 
-    def load(self, file: Path, display: str) -> dict[str, Any]:
-        """The parsed trainer state; InputError for invalid JSON or a wrong shape."""
-        return self.state_from_text(read_text(file, display), display)
-
     def state_from_text(self, text: str, display: str) -> dict[str, Any]:
-        """`load` for text already read."""
+        """The parsed trainer state; InputError for invalid JSON or a wrong shape."""
         try:
             state = parse_state(text, parse_json, STEP_KEY, (SUMMARY_MARKER, "total_flos"))
         except ValueError as exc:
