@@ -134,7 +134,9 @@ tricky_cell = st.one_of(
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    history=entries(st.one_of(plain_cell, tricky_cell), st.integers(0, 50)),
+    history=entries(
+        st.one_of(plain_cell, tricky_cell, st.integers(-(2**70), 2**70)), st.integers(0, 50)
+    ),
     chunk=st.integers(1, 400),
     indent=st.sampled_from([None, 2]),
     after=st.sampled_from([{}, {"logging_steps": 5, "x": [1, 2]}]),

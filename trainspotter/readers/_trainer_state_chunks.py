@@ -24,11 +24,16 @@ gives the error messages.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from trainspotter.readers import _trainer_state_fast
-from trainspotter.readers._tabular import Table
-from trainspotter.readers._trainer_state_fast import HistoryColumns, needs_json, parse_state
+from trainspotter.readers._trainer_state_fast import (
+    HistoryColumns,
+    has_widened,
+    needs_json,
+    parse_state,
+)
 from trainspotter.readers.jsonl import parse_json
 
 CHUNK_BYTES = 4 << 20
@@ -85,17 +90,32 @@ def split_state(data: bytes, step_key: str, markers: tuple[str, ...]) -> Any:
     return None
 
 
-def _parse_chunk(chunk: bytes, step_key: str, markers: tuple[str, ...]) -> list[Any] | None:
-    """The entries of `[chunk]`, parsed as `parse_state` would; None if it does not parse."""
+def _may_differ(entries: Any, wrapped: bytes, step_key: str, markers: tuple[str, ...]) -> bool:
+    """Whether orjson's entries may differ from json's where the columns look
+    (`needs_json`), checked in full only when a step is a float or the text holds an
+    escape (that may spell a key): both rare in a long history. Run-summary entries are
+    checked after `HistoryColumns.add` (`_exact_summaries`)."""
+    if not isinstance(entries, list) or not set(map(type, entries)) <= {dict}:
+        return True  # the columns do not take it anyway: json decides
+    steps = set(map(type, map(dict.get, entries, repeat(step_key))))
+    suspect = float in steps or b"\\" in wrapped
+    return suspect and needs_json({"log_history": entries}, step_key, markers)
+
+
+def _parse_chunk(
+    data: bytes, start: int, stop: int, step_key: str, markers: tuple[str, ...]
+) -> list[Any] | None:
+    """The entries of `[data[start:stop]]`, parsed as `parse_state` would; None if it does
+    not parse."""
     loads = _trainer_state_fast._fast_loads
-    wrapped = b"[" + chunk + b"]"
+    wrapped = b"".join((b"[", memoryview(data)[start:stop], b"]"))
     entries: Any = None
     if loads is not None:
         try:
             entries = loads(wrapped)
         except Exception:  # orjson.JSONDecodeError and friends: let json decide
             entries = None
-    if entries is None or needs_json({"log_history": entries}, step_key, markers):
+    if entries is None or _may_differ(entries, wrapped, step_key, markers):
         try:
             entries = parse_json(wrapped.decode("utf-8"))
         except ValueError:
@@ -103,15 +123,31 @@ def _parse_chunk(chunk: bytes, step_key: str, markers: tuple[str, ...]) -> list[
     return entries if isinstance(entries, list) else None
 
 
+def _exact_summaries(
+    columns: HistoryColumns, before: int, data: bytes, start: int, stop: int
+) -> bool:
+    """The run-summary candidates added since entry `before` as json reads them: orjson
+    reads an integer beyond 64 bits as a float where json keeps an int (the summary goes
+    to `meta` as it is; in the columns both are the same float). False: no parse."""
+    fresh = [index for index in columns.maybe_summaries if index >= before]
+    if not any(has_widened(columns.maybe_summaries[index]) for index in fresh):
+        return True
+    try:
+        exact = parse_json(b"".join((b"[", memoryview(data)[start:stop], b"]")).decode("utf-8"))
+    except ValueError:
+        return False
+    if not isinstance(exact, list):
+        return False
+    for index in fresh:
+        columns.maybe_summaries[index] = exact[index - before]
+    return True
+
+
 def read_history(
-    data: bytes,
-    step_key: str,
-    epoch_key: str,
-    eval_prefix: str,
-    summary_keys: tuple[str, str, str],
-    markers: tuple[str, ...],
-) -> tuple[dict[str, Any], Table, list[dict[str, Any]]] | None:
-    """(top-level state, the Table of the log_history, its summary entries) or None."""
+    data: bytes, step_key: str, summary_keys: tuple[str, str, str], markers: tuple[str, ...]
+) -> tuple[dict[str, Any], HistoryColumns] | None:
+    """(top-level state, the log_history as columns) or None (module docstring). The
+    caller may drop `data` before `HistoryColumns.table` (the text is no longer needed)."""
     if _trainer_state_fast._fast_loads is None or data.startswith(b"\xef\xbb\xbf"):
         return None
     split = split_state(data, step_key, markers)
@@ -126,15 +162,15 @@ def read_history(
             if cut < 0:
                 cut = end
             stop = cut + 1 if cut < end else end  # the `}` belongs to the chunk
-            entries = _parse_chunk(data[pos:stop], step_key, markers)
+            entries = _parse_chunk(data, pos, stop, step_key, markers)
             if entries is not None or cut == end:
                 break
             cut = data.find(b"},", cut + 2, end)
+        before = columns.count
         if entries is None or not columns.add(entries, summary_keys):
             return None
         del entries
+        if not _exact_summaries(columns, before, data, pos, stop):
+            return None
         pos = stop + 1  # past the comma
-    found = columns.table(epoch_key, eval_prefix, summary_keys)
-    if found is None:
-        return None
-    return state, found[0], found[1]
+    return state, columns

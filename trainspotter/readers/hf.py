@@ -167,12 +167,15 @@ class HfTrainerStateReader(FolderLogReader):
     def run_from_file(self, file: Path, builder: RunBuilder, options: ReadOptions) -> Run:
         display = builder.source_path
         data = read_bytes(file, display)
-        markers = (SUMMARY_MARKER, "total_flos")
-        read = read_history(data, STEP_KEY, EPOCH_KEY, EVAL_PREFIX, _SUMMARY_KEYS, markers)
+        read = read_history(data, STEP_KEY, _SUMMARY_KEYS, (SUMMARY_MARKER, "total_flos"))
         if read is not None:  # the log_history read in chunks, straight into columns
-            state, table, summaries = read
-            self._state_meta(state, builder)
-            return self._finish(table, summaries, 0, builder, options)
+            del data  # the text is no longer needed: the columns are built without it
+            state, columns = read
+            found = columns.table(EPOCH_KEY, EVAL_PREFIX, _SUMMARY_KEYS)
+            if found is not None:
+                self._state_meta(state, builder)
+                return self._finish(found[0], found[1], 0, builder, options)
+            data = read_bytes(file, display)  # no entries, or too many cells: read whole
         text = decode_text(data, display)
         del data
         return self.run_from_state(self.state_from_text(text, display), builder, options)
