@@ -22,6 +22,7 @@ tensor_pb2 = pytest.importorskip("tensorboard.compat.proto.tensor_pb2")
 
 from trainspotter.readers import (  # noqa: E402
     _event_scan,
+    _event_wire,
     _tfrecord,
     read_log,
 )
@@ -387,3 +388,42 @@ def test_vectorised_framing_walk_matches_the_loop(
     loop = _tfrecord._walk_in_python(bytes(data))
     vectorised = _tfrecord._walk_vectorised(bytes(data))
     assert vectorised[0].tolist() == loop[0].tolist() and vectorised[1] == loop[1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.integers(0, 11),
+            st.integers(0, 300),
+            st.floats(width=32, allow_nan=True),
+            st.sampled_from(["simple", "content32", "float_val", "int"]),
+        ),
+        max_size=80,
+    ),
+    sequential=st.integers(0, 4),
+    layouts=st.sampled_from([1, 3, 8, 512]),
+    seed=st.integers(0, 100),
+)
+def test_many_shapes_of_one_length_agree(
+    events: list[tuple[int, int, float, str]], sequential: int, layouts: int, seed: int
+) -> None:
+    """Property: records of many shapes with payloads of one length (tags `t00`..`t11`,
+    simple and tensor values) are split by hash after `SEQUENTIAL_LAYOUTS` layouts, and
+    past `MAX_LAYOUTS` go to the protobuf parser: the points are the protobuf path's."""
+    payloads = [version_event()]
+    for tag, step, number, form in events:
+        if form == "simple":
+            payloads.append(scalar_event(f"t{tag:02d}", step, number, 1.7e9 + step))
+        else:
+            tensor = tensor_value(form, number)
+            payloads.append(tensor_event(f"t{tag:02d}", step, tensor, 1.7e9 + step))
+    data = b"".join(record(p) for p in payloads)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_event_wire, "SEQUENTIAL_LAYOUTS", sequential)
+        patch.setattr(_event_wire, "MAX_LAYOUTS", layouts)
+        fast, slow = scan_both_ways(data, seed)
+    assert repr(scanned(fast)) == repr(scanned(slow))
+    assert list(fast.tags) == list(slow.tags)
+    assert fast.plugins == slow.plugins
+    assert fast.records == slow.records == len(payloads)
