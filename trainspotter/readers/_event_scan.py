@@ -124,13 +124,15 @@ class EventFileScanner:
     with more bytes. After a damaged record (bad length CRC, payload that does not parse)
     the scanner stops for good and `damaged_at` holds the record's file offset.
 
-    Speed: the framing is walked in a tight loop, then the length CRCs are checked per
-    distinct header, and the scalar events of every layout the writers use (one or several
-    `simple_value`s, TF2 tensor scalars with their metadata) are decoded for all records at
-    once with numpy from the wire format (`_event_wire.py`). Every other record (the file
-    version, graphs, tensors of other dtypes, anything unusual) is parsed by TensorBoard's
-    `Event` protobuf class. The two paths are merged back into file order, then a tag's
-    tensor values are kept while the plugin its metadata names is the scalars plugin.
+    Speed: the framing is walked with numpy (`_tfrecord.py`), the length CRCs are checked
+    once per distinct length, and the records are decoded by record layout
+    (`_event_wire.py`): per shape of record (a tag's `simple_value` event, a merged summary,
+    a TF2 tensor scalar with its metadata) one record is parsed by TensorBoard's `Event`
+    class (`_describe`) and its layout proved (`_event_layout.py`), and every record equal
+    to it outside its wall time, step and float bytes is read as columns. Every other
+    record (the file version, graphs, histograms, anything unusual) is parsed by the
+    protobuf class (`_parse_slow`). The two paths are merged back into file order, then a
+    tag's tensor values are kept while the plugin its metadata names is the scalars plugin.
     """
 
     def __init__(self, event_class: Any) -> None:

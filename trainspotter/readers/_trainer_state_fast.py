@@ -10,11 +10,13 @@ whenever it cannot vouch for an identical result:
   reader treats such a `step` or top-level count differently, so when a value the reader
   keeps as-is (a step, a top-level scalar, a run-summary entry) is an integral float of
   magnitude 2**63 or more, json parses the text again.
-- `history_table`: the common `log_history` (every entry a flat dict of numbers and nulls
-  with an integer step) turned into the `Table` `RecordTableBuilder` would build, column
-  by column with list comprehensions and numpy instead of a Python step per cell (a
-  million entries: ~1 s against ~5 s). Anything else (strings, booleans, nested objects,
-  lists, float steps, non-dict entries) returns None and the entry loop runs.
+- `HistoryColumns` (and `history_table`, all entries at once): the common `log_history`
+  (every entry a flat dict of numbers and nulls with an integer step) turned into the
+  `Table` `RecordTableBuilder` would build, column by column with C-level passes over each
+  shape's dicts and numpy instead of a Python step per cell (a million entries: ~1 s
+  against ~5 s). Entries may be added in pieces (`_trainer_state_chunks.py` drops each
+  piece's dicts once added). Anything else (strings, booleans, nested objects, lists,
+  float steps, non-dict entries) returns None and the entry loop runs.
 """
 
 from __future__ import annotations

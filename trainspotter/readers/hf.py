@@ -25,9 +25,11 @@ A folder is accepted when it holds `trainer_state.json` (the final state written
 read, with a note. The weights, `training_args.bin` and `config.json` are not read.
 
 Python's json module is the format's reference parser (the Trainer writes with it, NaN
-tokens included); a large file is read faster by `_trainer_state_fast.py` (orjson, and
-`log_history` turned into columns), which falls back to json and to the entry loop below
-whenever its result could differ.
+tokens included); a large file is read faster and in less memory by
+`_trainer_state_chunks.py` (the `log_history` array cut into checked chunks, each parsed
+by orjson and turned into columns by `_trainer_state_fast.py`, so the entries never all
+exist as dicts), which falls back to json per chunk and to the whole-document path and the
+entry loop below whenever its result could differ.
 """
 
 from __future__ import annotations

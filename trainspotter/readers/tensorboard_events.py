@@ -21,12 +21,14 @@ How: the TFRecord framing is read directly (uint64 length, masked CRC32C of the 
 payload, masked CRC32C of the payload) and the scalar events of every layout the writers
 use (one `simple_value` per event as PyTorch and tensorboardX write it, several values per
 event as TF1 merged summaries do, TF2 `tf.summary.scalar` tensors with their metadata) are
-decoded for a whole buffer at once with numpy from the protobuf wire format
-(`_event_wire.py`); every other record is parsed with TensorBoard's own protobuf class
-(`tensorboard.compat.proto.event_pb2.Event`, upb-backed), and property tests check the two
-paths agree. Measured on a million steps x 3 tags (benchmarks/README.md): see the table
-there per layout, against 65 s and 995 MB for tbparse (which the first version used: it
-builds pandas frames through TensorBoard's `EventAccumulator`) and ~10 s for `event_pb2`
+decoded for a whole buffer at once by record layout (`_event_wire.py`): the records of
+one shape differ only in their wall time, step and float bytes, so one record per shape is
+parsed with TensorBoard's own protobuf class (`tensorboard.compat.proto.event_pb2.Event`,
+upb-backed) and its layout proved (`_event_layout.py`), and the rest are read as numpy
+columns; every other record is parsed with the protobuf class, and property tests check
+the two paths agree. Measured on a million steps x 3 tags (benchmarks/README.md): see the
+table there per layout, against 65 s and 995 MB for tbparse (which the first version used:
+it builds pandas frames through TensorBoard's `EventAccumulator`) and ~10 s for `event_pb2`
 alone (reading each field through the protobuf wrappers is the cost, not the parse). The length
 CRC of every record is checked (cheaply: record lengths repeat, so the CRC of each distinct
 length is computed once); the payload CRC is not (computing a CRC32C over every payload in
