@@ -24,7 +24,6 @@ gives the error messages.
 
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any
 
 from trainspotter.readers import _trainer_state_fast
@@ -92,14 +91,10 @@ def split_state(data: bytes, step_key: str, markers: tuple[str, ...]) -> Any:
 
 def _may_differ(entries: Any, wrapped: bytes, step_key: str, markers: tuple[str, ...]) -> bool:
     """Whether orjson's entries may differ from json's where the columns look
-    (`needs_json`), checked in full only when a step is a float or the text holds an
-    escape (that may spell a key): both rare in a long history. Run-summary entries are
-    checked after `HistoryColumns.add` (`_exact_summaries`)."""
-    if not isinstance(entries, list) or not set(map(type, entries)) <= {dict}:
-        return True  # the columns do not take it anyway: json decides
-    steps = set(map(type, map(dict.get, entries, repeat(step_key))))
-    suspect = float in steps or b"\\" in wrapped
-    return suspect and needs_json({"log_history": entries}, step_key, markers)
+    (`needs_json`), checked in full only when the text holds an escape (that may spell a
+    key). Float steps need no check here: the columns refuse them whoever parsed them, and
+    run-summary entries are checked after `HistoryColumns.add` (`_exact_summaries`)."""
+    return b"\\" in wrapped and needs_json({"log_history": entries}, step_key, markers)
 
 
 def _parse_chunk(
