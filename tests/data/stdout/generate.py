@@ -14,6 +14,15 @@ library warnings and the training lines interleave as they do in a real log):
   `iter N: loss X, time Yms, mfu Z%` and `step N: train loss X, val loss Y`.
 - `lightning_bar.log`: PyTorch Lightning's TQDM progress bar (`train_loss` and `val_loss`
   in the postfix, `prog_bar=True`).
+- `logging_epochs.log`: a plain torch loop reporting through Python's `logging` with the
+  common `%(asctime)s - %(levelname)s - %(message)s` format (the time has a comma): a config
+  dump, then one `Epoch 1/6, Train Loss: X, Val Loss: Y, Val Acc: Z%` line per epoch.
+- `logging_steps.log`: the same loop with `logging.basicConfig`'s default format
+  (`INFO:__main__:...`), printing `Epoch [1/4], Step [10/25], Loss: X` every 5 batches
+  (the step restarts each epoch) and `Epoch [1] Validation Loss: Y` after each epoch.
+- `trl_sft.log`: TRL's `SFTTrainer` (tqdm on) on a tiny randomly initialised Llama with a
+  word-level tokenizer built in code (no downloads): its dicts, values printed as strings,
+  between carriage-return bar refreshes.
 
 Everything is seeded and runs on CPU in well under a minute per case. Timings (`time`,
 `it/s`, runtimes) are wall-clock and differ on every run; losses are reproducible on one
@@ -234,6 +243,130 @@ def lightning_bar() -> None:
     trainer.fit(Regressor(), train, val)
 
 
+def logging_loop(style: str) -> None:
+    import logging
+
+    import torch
+    from torch import nn
+
+    torch.manual_seed(SEED)
+    if style == "epochs":
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s - %(levelname)s - %(message)s"
+        )
+    else:
+        logging.basicConfig(level=logging.INFO)
+    log = logging.getLogger(__name__)
+    gen = torch.Generator().manual_seed(SEED)
+    x = torch.randn(1000, 10, generator=gen)
+    y = ((x[:, :3].sum(1) + 0.8 * torch.randn(1000, generator=gen)) > 0).long()
+    train_x, train_y, val_x, val_y = x[:800], y[:800], x[800:], y[800:]
+    config = {"hidden": 32, "learning_rate": 0.05, "batch_size": 32, "epochs": 6}
+    epochs = config["epochs"] if style == "epochs" else 4
+    if style == "epochs":
+        log.info("Training configuration:")
+        for key, value in config.items():
+            log.info("  %s: %s", key, value)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=config["learning_rate"], momentum=0.9)
+    batches = len(train_x) // 32
+    for epoch in range(1, epochs + 1):
+        order = torch.randperm(len(train_x), generator=gen)
+        total = 0.0
+        for batch in range(batches):
+            index = order[batch * 32 : (batch + 1) * 32]
+            loss = nn.functional.cross_entropy(model(train_x[index]), train_y[index])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+            if style == "steps" and (batch + 1) % 5 == 0:
+                log.info(
+                    "Epoch [%d/%d], Step [%d/%d], Loss: %.4f",
+                    epoch, epochs, batch + 1, batches, loss.item(),
+                )
+        with torch.no_grad():
+            logits = model(val_x)
+            val_loss = nn.functional.cross_entropy(logits, val_y).item()
+            val_acc = (logits.argmax(1) == val_y).float().mean().item() * 100
+        if style == "epochs":
+            log.info(
+                "Epoch %d/%d, Train Loss: %.4f, Val Loss: %.4f, Val Acc: %.2f%%",
+                epoch, epochs, total / batches, val_loss, val_acc,
+            )
+        else:
+            log.info("Epoch [%d] Validation Loss: %.4f", epoch, val_loss)
+    log.info("Finished training")
+
+
+def trl_sft() -> None:
+    import torch
+    from datasets import Dataset
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, set_seed
+    from trl import SFTConfig, SFTTrainer
+
+    set_seed(SEED)
+    words = [f"w{i}" for i in range(40)]
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    gen = torch.Generator().manual_seed(SEED)
+    successor = torch.randperm(len(words), generator=gen).tolist()
+
+    def sentence() -> str:
+        word = int(torch.randint(len(words), (), generator=gen))
+        out = []
+        for _ in range(12):
+            out.append(words[word])
+            noisy = torch.rand((), generator=gen) < 0.1
+            word = int(torch.randint(len(words), (), generator=gen)) if noisy else successor[word]
+        return " ".join(out)
+
+    train = Dataset.from_dict({"text": [sentence() for _ in range(512)]})
+    evaluation = Dataset.from_dict({"text": [sentence() for _ in range(64)]})
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=1,
+    )
+    args = SFTConfig(
+        output_dir=str(Path(os.environ["STDOUT_GEN_TMP"]) / "sft"),
+        max_steps=60,
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=32,
+        learning_rate=2e-3,
+        warmup_steps=5,
+        logging_steps=5,
+        eval_strategy="steps",
+        eval_steps=20,
+        save_strategy="no",
+        report_to=[],
+        seed=SEED,
+        use_cpu=True,
+        max_length=32,
+        dataloader_num_workers=0,
+    )
+    trainer = SFTTrainer(
+        model=LlamaForCausalLM(config),
+        args=args,
+        train_dataset=train,
+        eval_dataset=evaluation,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+
+
 CASES = {
     "hf_trainer_no_tqdm": lambda: hf_trainer(disable_tqdm=True),
     "hf_trainer_tqdm": lambda: hf_trainer(disable_tqdm=False),
@@ -241,6 +374,9 @@ CASES = {
     "keras_verbose1": lambda: keras_fit(1),
     "nanogpt": nanogpt_loop,
     "lightning_bar": lightning_bar,
+    "logging_epochs": lambda: logging_loop("epochs"),
+    "logging_steps": lambda: logging_loop("steps"),
+    "trl_sft": trl_sft,
 }
 
 
