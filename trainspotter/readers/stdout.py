@@ -47,32 +47,45 @@ a log still being printed to (`StdoutTail`): each poll parses only the new compl
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
 import re
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.names import GRAD_NORM, LR, is_eval, is_loss_like
+from trainspotter.names import LR, is_eval
+from trainspotter.readers._appended import EPOCH_METRIC
 from trainspotter.readers._files import first_line, read_text_lines
-from trainspotter.readers._records import json_cell
-from trainspotter.readers._stdout_tail import StdoutTail
-from trainspotter.readers._tabular import (
-    Column,
-    RunBuilder,
-    canonical_name,
-    list_names,
+from trainspotter.readers._stdout_line import (
+    EPOCH_KEYS,
+    STEP_LIMIT,
+    Progress,
+    as_step,
+    clean,
+    parse_dict,
+    parse_progress,
+    spelling,
 )
+from trainspotter.readers._stdout_shapes import (
+    CONTROL,
+    MAX_PLANNED_CHARS,
+    Plan,
+    ShapeParser,
+    layouts,
+    read_columns,
+)
+from trainspotter.readers._stdout_tail import StdoutTail
+from trainspotter.readers._tabular import Column, RunBuilder, canonical_name, list_names
 from trainspotter.readers.base import Reader, ReadOptions, Tail
-from trainspotter.readers.hf import hf_spelling, is_summary_entry
+from trainspotter.readers.hf import is_summary_entry
 from trainspotter.readers.incremental import file_to_follow
+
+__all__ = ["READER", "StdoutLines", "StdoutReader", "parse_dict", "parse_progress"]
 
 SCORE = 60
 """Above the generic CSV sniff (30: a nanoGPT line has commas) and a non-JSON `{` document
@@ -80,212 +93,27 @@ SCORE = 60
 so a file another reader can parse is never taken."""
 
 SNIFF_LINES = 400
-MAX_DICT_CHARS = 20_000
-"""A longer `{...}` line is not a metrics dict (and `ast.parse` cost grows with it)."""
-
-STEP_KEYS = frozenset(
-    {
-        "step",
-        "steps",
-        "global_step",
-        "global step",
-        "iter",
-        "iters",
-        "iter_num",
-        "iteration",
-        "it",
-        "num_updates",
-        "update",
-        "updates",
-        "trainer/global_step",
-    }
-)
-EPOCH_KEYS = frozenset({"epoch", "ep"})
-IGNORED_KEYS = frozenset({"v_num"})
-"""Lightning's logger version number, shown in every bar: not a metric."""
-KEY_WORDS = ("acc", "accuracy", "ppl", "perplexity")
-TIME_KEYS = frozenset({"time", "dt", "step time", "time per step"})
-TIME_UNITS = frozenset({"ms", "s", "us", "µs", "sec"})
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
+MIN_RUN = 4
+"""Consecutive lines of one layout read by columns; shorter runs line by line."""
+DEEP_SNIFF_AFTER = 32 * 1024
+"""A head this long (the sniffed head is 64 KiB) that holds fewer than SNIFF_LINES lines
+and no progress line is sniffed further, up to DEEP_SNIFF_BYTES."""
+DEEP_SNIFF_BYTES = 1024 * 1024
 _SEGMENTS = re.compile(r"[\r\n]+")
-_NUMBER = r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
-_WORD = r"[A-Za-z_][\w.\-/]*"
-_PAIR = re.compile(
-    rf"(?<![\w.\-/])(?P<key>{_WORD}(?: {_WORD}){{0,1}})['\"]?(?:\s*[:=]\s*|\s+)"
-    rf"(?P<value>{_NUMBER})(?P<unit>ms/step|s/step|us/step|it/s|s/it|ms|us|µs|sec|s|%)?"
-    r"(?=$|[\s,|;:\]\)}'\"])",
-    re.IGNORECASE,
+# A line that is only an epoch header: Keras' `Epoch 3/10`, `epoch   1`, `Epoch [2/5]:`.
+_EPOCH_HEADER = re.compile(
+    r"^\s*epoch\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+)\s*)?[\])]?\s*:?\s*$", re.IGNORECASE
 )
-_KEYED_COUNTER = re.compile(
-    rf"(?<![\w.\-/])(?P<key>{_WORD})\s*[:=]?\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)(?![\w/.])"
-)
-_COUNTER = re.compile(r"(?<![\w/.:])(?P<n>\d+)\s*/\s*(?P<total>\d+)(?![\w/.:])")
-_NUMBER_TOKEN = re.compile(r"\d[\w./%]*")
-_PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
-PROSE_WORDS = 4
-"""Words a progress line may hold besides its keys (`INFO`, `train_inner`, a bar's name)
-before it reads as a sentence: at most this many, or twice its number of values."""
-_EPOCH_HEADER = re.compile(r"^\s*epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
-_DICT = re.compile(r"\{.*\}")
-_NAN_NAMES = {"nan": math.nan, "inf": math.inf, "infinity": math.inf}
-_STEP_LIMIT = 2**62
-
-
-@dataclass
-class Progress:
-    """What one progress line says."""
-
-    values: dict[str, float]
-    """Raw key -> value (keys as printed, multi-word keys joined with `_`)."""
-    units: dict[str, str] = field(default_factory=dict)
-    step: int | None = None
-    epoch: float | None = None
-    epoch_counted_from_one: bool = False
-    batch: tuple[int, int] | None = None
-    is_dict: bool = False
-    prose_words: int = 0
-    """Words on the line that are neither a key nor a unit."""
-
-
-def clean(text: str) -> str:
-    """Remove ANSI escape sequences and backspaces (terminal control, not content)."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    return text.replace("\x08", "") if "\x08" in text else text
-
-
-def _literal_number(node: ast.expr) -> float | None:
-    """A number from one dict value node: a constant, `-x`, or a bare `nan`/`inf` name."""
-    sign = 1.0
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        sign = -1.0 if isinstance(node.op, ast.USub) else 1.0
-        node = node.operand
-    if isinstance(node, ast.Name) and node.id.lower() in _NAN_NAMES:
-        return sign * _NAN_NAMES[node.id.lower()]
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str):
-        cell = json_cell(node.value)
-        return sign * cell if isinstance(cell, float) else None
-    return None
-
-
-def parse_dict(text: str) -> dict[str, float] | None:
-    """The numeric entries of a printed Python dict (`{'loss': 2.1, ...}`), or None when
-    `text` holds no dict literal with string keys. Never evaluates anything."""
-    match = _DICT.search(text)
-    if match is None or len(match.group()) > MAX_DICT_CHARS or "'" not in match.group():
-        return None
-    try:
-        tree = ast.parse(match.group(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    if not isinstance(tree.body, ast.Dict):
-        return None
-    values: dict[str, float] = {}
-    for key, value in zip(tree.body.keys, tree.body.values, strict=True):
-        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            return None
-        number = _literal_number(value)
-        if number is not None:
-            values[key.value] = number
-    return values
-
-
-def _as_step(value: float) -> int | None:
-    if math.isfinite(value) and value == math.floor(value) and 0 <= value < _STEP_LIMIT:
-        return int(value)
-    return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_key_metric(raw: str) -> bool:
-    """A name that makes a line a progress line (the rest of a line's pairs ride along)."""
-    name = canonical_name(_spelling(raw, None), {})
-    lowered = raw.lower()
-    return (
-        is_loss_like(name)
-        or name in (LR, GRAD_NORM)
-        or lowered.endswith(KEY_WORDS)
-        or "loss" in lowered
-    )
-
-
-def parse_progress(line: str) -> Progress | None:
-    """The metrics on one line (already cleaned), or None when it is not a progress line."""
-    values = parse_dict(line) if "{" in line else None
-    if values is not None:
-        progress = Progress({k: v for k, v in values.items() if k not in IGNORED_KEYS})
-        progress.is_dict = True
-        for key in list(progress.values):
-            if key.lower() in STEP_KEYS:
-                progress.step = _as_step(progress.values.pop(key))
-    else:
-        progress = _parse_pairs(line)
-    if not any(_is_key_metric(key) for key in progress.values):
-        return None
-    if progress.prose_words > max(PROSE_WORDS, 2 * len(progress.values)):
-        return None  # a sentence that mentions a loss (docs, messages), not a progress line
-    epoch = next((v for k, v in progress.values.items() if k.lower() in EPOCH_KEYS), None)
-    if epoch is not None and progress.epoch is None:
-        progress.epoch = epoch
-    return progress
-
-
-def _parse_pairs(line: str) -> Progress:
-    progress = Progress({})
-    rest = line
-    for match in _KEYED_COUNTER.finditer(line):
-        key, n = match.group("key").lower(), int(match.group("n"))
-        if key in STEP_KEYS and progress.step is None:
-            progress.step = n
-        elif key in EPOCH_KEYS and progress.epoch is None:
-            progress.epoch, progress.epoch_counted_from_one = float(n), True
-        else:
-            continue
-        rest = rest.replace(match.group(), " ", 1)
-    counter = _COUNTER.search(rest)
-    if counter is not None:
-        progress.batch = (int(counter["n"]), int(counter["total"]))
-        rest = rest[: counter.start()] + " " + rest[counter.end() :]
-    matches = list(_PAIR.finditer(rest))
-    outside, start = [], 0
-    for match in matches:
-        outside.append(rest[start : match.start()])
-        start = match.end()
-    outside.append(rest[start:])
-    progress.prose_words = len(_PROSE_WORD.findall(_NUMBER_TOKEN.sub(" ", " ".join(outside))))
-    for match in matches:
-        key = " ".join(match.group("key").split()).strip("'\"")
-        lowered = key.lower()
-        if lowered in IGNORED_KEYS:
-            continue
-        value = float(match.group("value"))
-        if lowered in STEP_KEYS:
-            if progress.step is None:
-                progress.step = _as_step(value)
-            continue
-        raw = key.replace(" ", "_")
-        progress.values[raw] = value
-        if match.group("unit"):
-            progress.units[raw] = match.group("unit")
-    return progress
-
-
-@functools.lru_cache(maxsize=4096)
-def _spelling(raw: str, unit: str | None) -> str:
-    """HF's `eval_x` -> `eval/x`; a per-step time printed in ms or s -> `step_time`."""
-    if raw.lower().replace("_", " ") in TIME_KEYS and unit in TIME_UNITS:
-        return "step_time"
-    return hf_spelling(raw)
 
 
 class _Metric:
-    __slots__ = ("last", "steps", "values")
+    __slots__ = ("is_eval", "last", "steps", "values")
 
-    def __init__(self) -> None:
+    def __init__(self, evaluation: bool) -> None:
         self.steps: array[int] = array("q")
         self.values: array[float] = array("d")
         self.last: float | None = None
+        self.is_eval = evaluation
 
 
 class StdoutLines:
@@ -300,83 +128,202 @@ class StdoutLines:
         self.first_skipped: int | None = None
         self.summary: dict[str, float] = {}
         self.step_source: dict[str, int] = {}
-        self._epoch_header: tuple[int, int] | None = None
+        self._parser = ShapeParser()
+        self._sinks: dict[tuple[str, str | None], _Metric] = {}
+        self._epoch_header: tuple[int, bool] | None = None
+        """The epoch of the last header line, and whether it counts from 1 (`N/M`)."""
+        self._epoch_scale: tuple[int, bool] | None = None
+        """Batches per epoch and epoch counting of the last epoch-and-batch line."""
+        self._batch_epoch: int | None = None
+        self._batch_offset = 0
         self._counted = -1
         self.last_step = 0
         """The step of the last progress line."""
 
     def add(self, lines: Iterable[str]) -> None:
-        """Parse the next physical lines (without line endings) of the log, in order."""
+        """Parse the next physical lines (without line endings) of the log, in order.
+
+        Consecutive lines of one shape whose step is on the line or counted are read
+        column by column (`read_columns`): the same values and steps as line by line."""
+        block = lines if isinstance(lines, list) else list(lines)
+        found = layouts("\n".join(block))
+        start = 0
+        while start < len(block):
+            layout, end = found[start], start + 1
+            while end < len(block) and found[end] == layout:
+                end += 1
+            self._add_run(block[start:end], layout)
+            start = end
+
+    def _add_run(self, run: list[str], layout: str) -> None:
+        """Lines of one layout: by columns when they can be, else one by one."""
+        short = len(run) < MIN_RUN or len(layout) > MAX_PLANNED_CHARS
+        if short or any(c in layout for c in CONTROL):
+            self._add_lines(run)
+            return
+        if self._parser.plan(run[0]) is None:
+            self._add_lines(run[:1])  # parsed in full once: the shape's plan, if it has one
+            run = run[1:]
+            if self._parser.plan(run[0]) is None:
+                self._add_lines(run)
+                return
+        plan = self._parser.plan(run[0])
+        source = None if plan is None else self._columnar_source(plan)
+        columns = None if plan is None or source is None else read_columns(plan, run)
+        if plan is None or source is None or columns is None:
+            self._add_lines(run)
+            return
+        if columns.steps is not None:
+            if not all(t.isdecimal() and len(t) < 19 for t in columns.steps):
+                self._add_lines(run)  # a step that is not a plain whole number
+                return
+            steps = array("q", map(int, columns.steps))
+        else:
+            first = max(self._counted, self.last_step if self.records else -1) + 1
+            steps = array("q", range(first, first + len(run)))
+            self._counted = steps[-1]
+        for raw, column in columns.values.items():
+            unit = plan.units.get(raw)
+            metric = self._sinks.get((raw, unit)) or self._sink(raw, unit)
+            metric.steps.extend(steps)
+            metric.values.extend(array("d", column))
+            metric.last = column[-1]
+        self.line_count += len(run)
+        self.records += len(run)
+        self.step_source[source] = self.step_source.get(source, 0) + len(run)
+        self.last_step = steps[-1]
+
+    def _columnar_source(self, plan: Plan) -> str | None:
+        """The step source of every line of a planned shape when it is the same for all
+        of them whatever came before ("line" or "counted"), else None."""
+        if self._epoch_header is not None or plan.batch >= 0 or plan.batch_only >= 0:
+            return None
+        values = dict.fromkeys((key for key, _ in plan.values), 0.0)
+        if plan.is_dict and is_summary_entry(values):
+            return None
+        if plan.step >= 0:
+            return "line"
+        if plan.epoch >= 0 and not plan.is_dict:
+            return None
+        keys = tuple(values)
+        if not [k for k in keys if k.lower() not in EPOCH_KEYS] or _eval_only(keys):
+            return None
+        return None if _only_lr(keys) else "counted"
+
+    def _add_lines(self, lines: list[str]) -> None:
         for line in lines:
             self.line_count += 1
-            for segment in _SEGMENTS.split(clean(line)):
-                if segment.strip():
-                    self._add_segment(segment)
+            if "\r" in line or "\x1b" in line or "\x08" in line:
+                for segment in _SEGMENTS.split(clean(line)):
+                    if segment and not segment.isspace():
+                        self._add_segment(segment)
+            elif line and not line.isspace():
+                self._add_segment(line)
 
     def _add_segment(self, segment: str) -> None:
-        header = _EPOCH_HEADER.match(segment)
+        header = _EPOCH_HEADER.match(segment) if "poch" in segment or "POCH" in segment else None
         if header is not None:
-            self._epoch_header = (int(header.group(1)), int(header.group(2)))
+            self._epoch_header = (int(header.group(1)), header.group(2) is not None)
             return
-        progress = parse_progress(segment)
-        if progress is not None and progress.batch is not None and progress.batch[0] == 0:
+        progress = self._parser.parse(segment)
+        if progress is not None and progress.bar and progress.batch and progress.batch[0] == 0:
             progress = None  # a bar at 0/N shows what it showed before it (re)started
-        if progress is None:
+        if progress is not None and progress.is_dict and is_summary_entry(progress.values):
+            self.summary.update(progress.values)
+            return
+        if progress is not None and progress.epoch is None and self._epoch_header is not None:
+            progress.epoch = float(self._epoch_header[0])
+            progress.epoch_counted_from_one = self._epoch_header[1]
+            progress.values.setdefault("epoch", progress.epoch)
+        step = None if progress is None else self._step(progress)
+        if progress is None or step is None:
             self.skipped += 1
             if self.first_skipped is None:
                 self.first_skipped = self.line_count
             return
-        if progress.is_dict and is_summary_entry(progress.values):
-            self.summary.update(progress.values)
-            return
-        if progress.epoch is None and self._epoch_header is not None:
-            progress.epoch, progress.epoch_counted_from_one = float(self._epoch_header[0]), True
-            progress.values.setdefault("epoch", progress.epoch)
         self.records += 1
-        step = self._step(progress)
         mid_epoch = progress.batch is not None and progress.batch[0] < progress.batch[1]
+        units = progress.units
         for raw, value in progress.values.items():
-            unit = progress.units.get(raw)
-            name = _spelling(raw, unit)
-            metric = self.metrics.get(name)
+            metric = self._sinks.get((raw, units.get(raw) if units else None))
             if metric is None:
-                metric = self.metrics[name] = _Metric()
-            if (
-                mid_epoch
-                and is_eval(name)
-                and metric.last is not None
-                and _same(metric.last, value)
-            ):
+                metric = self._sink(raw, units.get(raw))
+            repeated = metric.last is not None and _same(metric.last, value)
+            if mid_epoch and metric.is_eval and repeated:
                 continue  # an eval result a progress bar keeps showing: not a new point
             metric.steps.append(step)
             metric.values.append(value)
             metric.last = value
-            if unit and name not in self.units:
-                self.units[name] = unit
 
-    def _step(self, progress: Progress) -> int:
+    def _sink(self, raw: str, unit: str | None) -> _Metric:
+        """The metric a printed key (with its unit) goes to, looked up once per key."""
+        name = spelling(raw, unit)
+        metric = self.metrics.get(name)
+        if metric is None:
+            metric = self.metrics[name] = _Metric(is_eval(name))
+        if unit and name not in self.units:
+            self.units[name] = unit
+        self._sinks[raw, unit] = metric
+        return metric
+
+    def _step(self, progress: Progress) -> int | None:
+        """The line's step (see the module docstring), or None when it is out of range."""
         source, step = "line", progress.step
         # A dict's epoch is HF's fractional progress (0.5, 1.0, 1.5): never a step.
         whole = None if progress.epoch is None or progress.is_dict else progress.epoch
-        epoch = None if whole is None else _as_step(whole)
+        epoch = None if whole is None else as_step(whole)
         if step is None and progress.batch is not None and epoch is not None:
-            done = epoch - 1 if progress.epoch_counted_from_one else epoch
-            source, step = "epoch and batch", max(done, 0) * progress.batch[1] + progress.batch[0]
+            per_epoch, from_one = progress.batch[1], progress.epoch_counted_from_one
+            done = epoch - 1 if from_one else epoch
+            source, step = "epoch and batch", max(done, 0) * per_epoch + progress.batch[0]
+            self._epoch_scale = (per_epoch, from_one)
         elif step is None and progress.batch is not None:
             source, step = "batch counter", progress.batch[0]
+        elif step is None and progress.batch_only is not None:
+            source, step = "batch number", self._batch_step(progress.batch_only, epoch)
+        elif step is None and epoch is not None and self._epoch_scale is not None:
+            # `Epoch [3] Validation Loss: ...` after `Epoch [3/5], Step [n/N]` lines: the
+            # end of that epoch, on the scale of the batch steps.
+            per_epoch, from_one = self._epoch_scale
+            done = epoch - 1 if from_one else epoch
+            source, step = "epoch end", (max(done, 0) + 1) * per_epoch
         elif step is None and epoch is not None:
             source, step = "epoch", epoch
+        elif step is None and _only_lr(tuple(progress.values)):
+            return None  # `learning_rate: 0.001` in a dumped config, not a point of a curve
         elif step is None:
-            source = "counted"
-            names = [key for key in progress.values if key.lower() not in EPOCH_KEYS]
-            if self.records > 1 and all(is_eval(_spelling(key, None)) for key in names):
-                step = self.last_step  # evaluation results belong to the step just logged
-            else:
-                self._counted += 1
-                step = self._counted
+            source, step = "counted", self._counted_step(progress)
+        if step is None or not 0 <= step < STEP_LIMIT:
+            return None
         self.step_source[source] = self.step_source.get(source, 0) + 1
         self.last_step = step
         return step
+
+    def _batch_step(self, batch: int, epoch: int | None) -> int:
+        """A batch number without a total: it restarts each epoch, so each epoch starts
+        where the previous one's last line was."""
+        if epoch is not None and epoch != self._batch_epoch:
+            later = self._batch_epoch is not None and epoch > self._batch_epoch
+            self._batch_offset = self.last_step if later else 0
+            self._batch_epoch = epoch
+        return self._batch_offset + batch
+
+    def _counted_step(self, progress: Progress) -> int:
+        """The next count; an evaluation-only line (HF's `{'eval_loss': ...}`) takes the
+        step of the line before it, unless its metrics already have a point there (two
+        evaluations in a row are two points, not one overwriting the other)."""
+        names = _eval_only(tuple(progress.values))
+        if self.records and names:
+            taken = any(
+                (metric := self.metrics.get(name)) is not None
+                and len(metric.steps)
+                and metric.steps[-1] == self.last_step
+                for name in names
+            )
+            if not taken:
+                return self.last_step
+        self._counted = max(self._counted, self.last_step if self.records else -1) + 1
+        return self._counted
 
     def run(self, source_format: str, display: str, options: ReadOptions) -> Run:
         """The Run from every line added; InputError when no line was a progress line."""
@@ -399,12 +346,15 @@ class StdoutLines:
         if self.skipped:
             builder.note(
                 f"skipped {self.skipped} line(s) that are not training progress lines "
-                f"(warnings, bars without metrics; first: line {self.first_skipped})"
+                "(warnings, bars without metrics, a learning rate alone without a step; "
+                "each refresh of a bar redrawn with \\r "
+                f"counts as a line; first in line {self.first_skipped} of the file)"
             )
         if "counted" in self.step_source:
             builder.note(
-                f"{self.step_source['counted']} progress line(s) carry no step counter: "
-                "their step is their position among the progress lines"
+                f"{self.step_source['counted']} progress line(s) carry no step counter: each "
+                "takes the next count after the step before it (an evaluation-only line "
+                "takes the step of the line before it unless it already has those metrics)"
             )
         names = self._names(builder, options)
         for raw, metric in self.metrics.items():
@@ -439,6 +389,21 @@ class StdoutLines:
         return names
 
 
+@functools.lru_cache(maxsize=1024)
+def _only_lr(keys: tuple[str, ...]) -> bool:
+    """A line whose only values are a learning rate (and maybe an epoch)."""
+    names = [canonical_name(spelling(k, None), {}) for k in keys]
+    return all(name in (LR, EPOCH_METRIC) for name in names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _eval_only(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The metric names of a line's keys (its epoch aside) when all are evaluation
+    results (HF's `{'eval_loss': ...}`), else none."""
+    names = tuple(spelling(k, None) for k in keys if k.lower() not in EPOCH_KEYS)
+    return names if names and all(is_eval(name) for name in names) else ()
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
@@ -456,14 +421,31 @@ def sniff_text(head: str) -> int:
     # Two progress lines, or one in a tiny file: a document that mentions a loss once in
     # a sentence (a README, a report) is not a training log.
     found = seen = 0
+    parser = ShapeParser()
     for line in lines[:SNIFF_LINES]:
         for segment in _SEGMENTS.split(clean(line)):
             if segment.strip():
                 seen += 1
-                found += parse_progress(segment) is not None
+                found += parser.parse(segment) is not None
             if found >= 2:
                 return SCORE
     return SCORE if found and seen <= 2 else 0
+
+
+def _sniff_further(path: Path, head: str) -> int:
+    """`sniff_text` on up to DEEP_SNIFF_BYTES of the file when the head was a few long lines
+    without a progress line (a prompt or config dump printed before training starts): a
+    head of many short lines without one is not printed training output."""
+    if head.count("\n") >= SNIFF_LINES or len(head) < DEEP_SNIFF_AFTER:
+        return 0
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(DEEP_SNIFF_BYTES)
+    except OSError:
+        return 0
+    if len(raw) <= len(head.encode("utf-8", errors="replace")):
+        return 0
+    return sniff_text(raw.decode("utf-8", errors="replace"))
 
 
 class StdoutReader(Reader):
@@ -473,7 +455,7 @@ class StdoutReader(Reader):
     description = "training output as printed (HF Trainer dicts, nanoGPT, Keras, tqdm bars)"
 
     def sniff(self, path: Path, head: str) -> int:
-        return sniff_text(head)
+        return sniff_text(head) or _sniff_further(path, head)
 
     def find_in_folder(self, folder: Path) -> Path | None:
         return None  # a folder of printed logs has no layout to recognise

@@ -52,7 +52,13 @@ EXPORT_PREFIX = "wandb_export"
 
 
 def _is_chart_header(cells: list[str]) -> bool:
-    return len(cells) >= 2 and all(RUN_METRIC_SEPARATOR in cell for cell in cells[1:])
+    # The first cell names the x axis (`Step`); a digit there is a logger's timestamp
+    # (`2024-01-01 12:00:00,123 - INFO - ...` splits at the comma), not a header.
+    return (
+        len(cells) >= 2
+        and not any(c.isdigit() for c in cells[0])
+        and all(RUN_METRIC_SEPARATOR in cell for cell in cells[1:])
+    )
 
 
 def _is_history_header(cells: list[str]) -> bool:
