@@ -152,6 +152,7 @@ test-integrations: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/bench_long_lines.py
+	$(BIN)/python benchmarks/bench_stdout.py
 	$(BIN)/python benchmarks/bench_sweep.py
 
 clean:

@@ -139,7 +139,9 @@ class ShapeParser:
         elif plan == _NOT_PROGRESS:
             return None
         progress = parse_progress(line)
-        if plan is None:
+        # A dict refused for a leading zero (then read as pairs, or not at all) says
+        # nothing of the other lines of its shape.
+        if plan is None and ("{" not in line or not _leading_zero(_NUMBER.findall(line))):
             if len(self._plans) >= MAX_SHAPES:
                 self._plans.clear()
             if progress is None:
@@ -170,6 +172,8 @@ class Columns:
     steps: list[str] | None
     """The step counter's text per line, or None when the shape has none."""
     values: dict[str, list[float]]
+    counters: dict[str, list[str]]
+    """The text per line of the shape's `epoch`, `batch` and `batches` numbers."""
 
 
 def read_columns(plan: Plan, lines: list[str]) -> Columns | None:
@@ -188,8 +192,11 @@ def read_columns(plan: Plan, lines: list[str]) -> Columns | None:
         if any(map(math.isinf, column)):
             return None
         values[key] = column
-    steps = None
-    if plan.step >= 0:
-        start, end = spans[plan.step]
-        steps = [line[start:end] for line in lines]
-    return Columns(steps, values)
+    found = {"step": plan.step, "epoch": plan.epoch, "batch": plan.batch}
+    found["batches"] = plan.batches
+    counters = {}
+    for name, index in found.items():
+        if index >= 0:
+            start, end = spans[index]
+            counters[name] = [line[start:end] for line in lines]
+    return Columns(counters.pop("step", None), values, counters)

@@ -14,18 +14,31 @@ of these shapes:
   spaces: nanoGPT (`iter 100: loss 2.3456, time 12.34ms, mfu 3.2%`,
   `step 250: train loss 1.9, val loss 2.0`), Keras (`Epoch 3/10` then `... - loss: 0.4512
   - val_loss: 0.51`), tqdm and Lightning postfixes (`[00:01, 25.0it/s, train_loss=2.31]`),
-  fairseq/Megatron (`| loss 2.31 | lr 3e-4 |`, `iteration 100/ 5000 | lm loss: 2.3E+00`).
-  A key may be two words (`train loss` -> `train_loss`); a unit after the value
+  fairseq/Megatron (`| loss 2.31 | lr 3e-4 |`, `iteration 100/ 5000 | lm loss: 2.3E+00`),
+  Python `logging` lines after any prefix (`2024-01-01 12:00:00,123 - INFO - Epoch 1/35,
+  Train Loss: 0.1234, Val Acc: 59.86%`, `INFO:root:Epoch [6/6], Step [10/1549], Loss:
+  0.049`). A key may be up to three words before `:` or `=` (`Train Loss:` ->
+  `Train_Loss`), two before a bare number (`train loss 1.9`); a unit after the value
   (`ms`, `s`, `%`, `it/s`) is dropped from the value and kept in `meta["units"]`.
 
 The step of a progress line, first rule that applies: a step counter on the line (`step`,
-`iter`, `iteration`, `global_step`, `num_updates`, ..., also as `iteration 100/5000`); an
-epoch and a batch counter (`Epoch 2: ... 32/64`, Keras' `Epoch 3/10` line followed by
-`32/32 ...`): completed epochs x batches per epoch + batch (an epoch written `N/M` counts
-from 1, a bare one from 0, as Keras and Lightning print them); a batch counter alone (a
-plain tqdm bar over steps); a whole epoch number alone; else the progress lines are counted
-(an evaluation-only line, such as HF's `{'eval_loss': ...}`, shares the step of the line
-before it). Which rules were used is in `meta["step_source"]`.
+`iter`, `iteration`, `global_step`, `num_updates`, ..., also as `iteration 100/5000` or
+`Step [10/1549]`); an epoch and a batch counter (`Epoch 2: ... 32/64`, Keras' `Epoch 3/10`
+line followed by `32/32 ...`, and a step counter with a total beside an epoch, `Epoch 2 |
+Step 10/6501`, which restarts each epoch): completed epochs x batches per epoch + batch
+(an epoch written `N/M` counts from 1, a bare one from 0, as Keras and Lightning print
+them); a batch counter alone (a plain tqdm bar over steps); a batch number without a
+total (`ep: 0, batch: 20`): it continues from the previous epoch's last step when the
+epoch changes; an epoch alone: after epoch-and-batch lines, the end of that epoch on their
+scale (`Epoch [3] Validation Loss: ...`), else the epoch number; else the progress lines
+are counted, each the step after the one before it (an evaluation-only line, such as HF's
+`{'eval_loss': ...}`, shares the step of the line before it unless that step already has
+its metrics: two evaluations in a row are two points). A line whose only value is a
+learning rate and that has no step (`learning_rate: 0.001` in a dumped config) is not a
+point. Which rules were used is in `meta["step_source"]`. False reads: a `Step n/N`
+counter beside an epoch that does not restart each epoch (a global step with the run's
+total) is read as a batch, which multiplies the steps by the epoch; a bare number in
+parentheses (`(512570/2466133)`) is never a counter.
 
 A progress bar repeats an evaluation result in every refresh until the next evaluation
 (Lightning's `val_loss=` postfix), so on a line whose batch counter is mid-epoch (`5/12`)
@@ -35,13 +48,17 @@ an epoch's end, `12/12`, a repeat is kept: two evaluations can agree). Steps log
 at `0/N` has done nothing yet and shows values left from before, so it is skipped. Lines
 that are not progress lines (warnings, model summaries, bars without metrics) are skipped
 and counted in `meta["skipped_lines"]`; a log with no progress line is an InputError
-naming what was looked for.
+naming what was looked for. A head of a few long lines with no progress line (a prompt or
+config dump printed first) is sniffed further, up to 1 MiB.
 
 What is printed is what is read: Keras' `verbose=1` bar shows the running mean of the
 epoch so far (it restarts each epoch), a tqdm postfix the value at the last refresh.
 
 The file is read in pieces (`read_text_lines`) and each metric kept in compact typed
-arrays, so memory follows the number of values, not the size of the text. `watch` follows
+arrays, so memory follows the number of values, not the size of the text. Lines are
+parsed in full once per shape (`_stdout_shapes.py`); consecutive lines of one layout whose
+step is on the line or counted are read column by column, the same values and steps as
+line by line (a property test holds the two to that). `watch` follows
 a log still being printed to (`StdoutTail`): each poll parses only the new complete lines.
 """
 
@@ -74,6 +91,7 @@ from trainspotter.readers._stdout_line import (
 from trainspotter.readers._stdout_shapes import (
     CONTROL,
     MAX_PLANNED_CHARS,
+    Columns,
     Plan,
     ShapeParser,
     layouts,
@@ -173,7 +191,13 @@ class StdoutLines:
         if plan is None or source is None or columns is None:
             self._add_lines(run)
             return
-        if columns.steps is not None:
+        if source == "epoch and batch":
+            found = self._epoch_and_batch_steps(columns, plan.epoch_counted_from_one)
+            if found is None:
+                self._add_lines(run)  # an epoch that is not a whole number, a huge step
+                return
+            steps = found
+        elif columns.steps is not None:
             if not all(t.isdecimal() and len(t) < 19 for t in columns.steps):
                 self._add_lines(run)  # a step that is not a plain whole number
                 return
@@ -193,19 +217,39 @@ class StdoutLines:
         self.step_source[source] = self.step_source.get(source, 0) + len(run)
         self.last_step = steps[-1]
 
+    def _epoch_and_batch_steps(self, columns: Columns, from_one: bool) -> array[int] | None:
+        epochs = [as_step(float(text)) for text in columns.counters["epoch"]]
+        batches = [int(text) for text in columns.counters["batch"]]
+        totals = [int(text) for text in columns.counters["batches"]]
+        steps = []
+        for epoch, batch, total in zip(epochs, batches, totals, strict=True):
+            if epoch is None:
+                return None
+            steps.append(max(epoch - 1 if from_one else epoch, 0) * total + batch)
+        if not 0 <= min(steps) <= max(steps) < STEP_LIMIT:
+            return None
+        self._epoch_scale = (totals[-1], from_one)
+        return array("q", steps)
+
     def _columnar_source(self, plan: Plan) -> str | None:
         """The step source of every line of a planned shape when it is the same for all
-        of them whatever came before ("line" or "counted"), else None."""
-        if self._epoch_header is not None or plan.batch >= 0 or plan.batch_only >= 0:
+        of them whatever came before ("line", "counted", or "epoch and batch" from keyed
+        counters), else None."""
+        if (self._epoch_header is not None and plan.epoch < 0) or plan.batch_only >= 0:
             return None
         values = dict.fromkeys((key for key, _ in plan.values), 0.0)
         if plan.is_dict and is_summary_entry(values):
             return None
         if plan.step >= 0:
             return "line"
+        keys = tuple(values)
+        if plan.batch >= 0:
+            # Not a bar (its 0/N refresh is skipped) nor an eval value (a bar repeats it).
+            keyed = plan.epoch >= 0 and not plan.bar and not plan.is_dict
+            evals = any(is_eval(spelling(key, plan.units.get(key))) for key in keys)
+            return "epoch and batch" if keyed and not evals else None
         if plan.epoch >= 0 and not plan.is_dict:
             return None
-        keys = tuple(values)
         if not [k for k in keys if k.lower() not in EPOCH_KEYS] or _eval_only(keys):
             return None
         return None if _only_lr(keys) else "counted"
