@@ -251,9 +251,7 @@ def logging_loop(style: str) -> None:
 
     torch.manual_seed(SEED)
     if style == "epochs":
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s - %(levelname)s - %(message)s"
-        )
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s - %(levelname)s - %(message)s")
     else:
         logging.basicConfig(level=logging.INFO)
     log = logging.getLogger(__name__)
@@ -283,7 +281,11 @@ def logging_loop(style: str) -> None:
             if style == "steps" and (batch + 1) % 5 == 0:
                 log.info(
                     "Epoch [%d/%d], Step [%d/%d], Loss: %.4f",
-                    epoch, epochs, batch + 1, batches, loss.item(),
+                    epoch,
+                    epochs,
+                    batch + 1,
+                    batches,
+                    loss.item(),
                 )
         with torch.no_grad():
             logits = model(val_x)
@@ -292,7 +294,11 @@ def logging_loop(style: str) -> None:
         if style == "epochs":
             log.info(
                 "Epoch %d/%d, Train Loss: %.4f, Val Loss: %.4f, Val Acc: %.2f%%",
-                epoch, epochs, total / batches, val_loss, val_acc,
+                epoch,
+                epochs,
+                total / batches,
+                val_loss,
+                val_acc,
             )
         else:
             log.info("Epoch [%d] Validation Loss: %.4f", epoch, val_loss)
