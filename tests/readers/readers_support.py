@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from trainspotter.model import Run
 
@@ -27,3 +28,25 @@ def assert_well_formed(run: Run) -> None:
     for key in ("duplicate_steps", "skipped_cells", "backward_steps"):
         assert isinstance(run.meta.get(key, {}), dict)
     assert all(isinstance(note, str) for note in run.notes())
+
+
+STDOUT_DATA = Path(__file__).resolve().parents[1] / "data" / "stdout"
+"""Output printed by real training runs (tests/data/stdout, written by generate.py)."""
+
+
+def stdout_fixture(name: str) -> Path:
+    """A captured printed log; the test is skipped when it was not generated."""
+    path = STDOUT_DATA / name
+    if not path.is_file():
+        pytest.skip(f"{name} was not generated")
+    return path
+
+
+def read_stdout_fixture(name: str) -> tuple[Path, Run, str]:
+    """A captured printed log, the well-formed Run read from it, and its text."""
+    from trainspotter.readers import read_log
+
+    path = stdout_fixture(name)
+    run = read_log(path)
+    assert_well_formed(run)
+    return path, run, path.read_text(encoding="utf-8")

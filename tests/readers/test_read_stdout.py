@@ -11,20 +11,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from readers_support import MakeFile, assert_well_formed
+from readers_support import (
+    STDOUT_DATA,
+    MakeFile,
+    assert_well_formed,
+    read_stdout_fixture,
+    stdout_fixture,
+)
 
 from trainspotter.errors import InputError
 from trainspotter.readers import READERS, detect_format, read_log
 from trainspotter.readers.stdout import parse_dict, parse_progress
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "stdout"
-
-
-def fixture(name: str) -> Path:
-    path = DATA / name
-    if not path.is_file():
-        pytest.skip(f"{name} was not generated")
-    return path
 
 
 def printed_dicts(path: Path, first_key: str) -> list[dict[str, str]]:
@@ -40,7 +37,7 @@ def printed_dicts(path: Path, first_key: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("name", ["hf_trainer_no_tqdm.log", "hf_trainer_tqdm.log"])
 def test_hf_trainer_printed_dicts(name: str) -> None:
-    path = fixture(name)
+    path = stdout_fixture(name)
     assert detect_format(path, str(path))[0].name == "stdout"
     run = read_log(path)
     assert_well_formed(run)
@@ -65,10 +62,7 @@ def test_hf_trainer_printed_dicts(name: str) -> None:
 
 
 def test_nanogpt_loop() -> None:
-    path = fixture("nanogpt.log")
-    run = read_log(path)
-    assert_well_formed(run)
-    text = path.read_text(encoding="utf-8")
+    _, run, text = read_stdout_fixture("nanogpt.log")
     iters = re.findall(r"^iter (\d+): loss ([\d.]+), time ([\d.]+)ms, mfu ([\d.]+)%$", text, re.M)
     evals = re.findall(r"^step (\d+): train loss ([\d.]+), val loss ([\d.]+)$", text, re.M)
     assert len(iters) > 20 and len(evals) >= 3
@@ -84,10 +78,7 @@ def test_nanogpt_loop() -> None:
 
 
 def test_keras_verbose_2() -> None:
-    path = fixture("keras_verbose2.log")
-    run = read_log(path)
-    assert_well_formed(run)
-    text = path.read_text(encoding="utf-8")
+    _, run, text = read_stdout_fixture("keras_verbose2.log")
     lines = re.findall(r"^(\d+)/(\d+) - .* - loss: ([\d.]+) - .* - val_loss: ([\d.]+)$", text, re.M)
     epochs = len(re.findall(r"^Epoch \d+/\d+$", text, re.M))
     assert len(lines) == epochs == 8
@@ -103,11 +94,11 @@ def test_keras_verbose_2() -> None:
 
 
 def test_keras_verbose_1_progress_bar() -> None:
-    path = fixture("keras_verbose1.log")
+    path = stdout_fixture("keras_verbose1.log")
     assert b"\r" in path.read_bytes() and b"\x1b[" in path.read_bytes()
     run = read_log(path)
     assert_well_formed(run)
-    final = read_log(fixture("keras_verbose2.log"))
+    final = read_log(stdout_fixture("keras_verbose2.log"))
     # The same seeded run: the last refresh of every epoch equals the verbose=2 summary.
     loss, summary = run.metrics["train/loss"], final.metrics["train/loss"]
     at_epoch_end = dict(zip(loss.steps.tolist(), loss.values.tolist(), strict=True))
@@ -118,7 +109,7 @@ def test_keras_verbose_1_progress_bar() -> None:
 
 
 def test_lightning_progress_bar() -> None:
-    path = fixture("lightning_bar.log")
+    path = stdout_fixture("lightning_bar.log")
     run = read_log(path)
     assert_well_formed(run)
     text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", path.read_text(encoding="utf-8"))
@@ -269,14 +260,14 @@ def test_stdout_reads_in_pieces(make_file: MakeFile, monkeypatch: pytest.MonkeyP
     assert "stdout" in READERS
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+@pytest.mark.parametrize("name", sorted(p.name for p in STDOUT_DATA.glob("*.log")))
 def test_a_log_the_same_loop_printed_into_twice_reads_as_its_last_run(
     make_file: MakeFile, name: str
 ) -> None:
     # `python train.py >> train.log` run twice: the counter (or, for HF dicts without a
     # step, the epoch) starts again, and the second run is read alone, not as a relapse.
-    text = (DATA / name).read_text(encoding="utf-8")
-    once = read_log(DATA / name)
+    text = (STDOUT_DATA / name).read_text(encoding="utf-8")
+    once = read_log(STDOUT_DATA / name)
     twice = read_log(make_file(name, text + text))
     assert twice.meta["appended_runs"] == 2
     assert any("holds 2 runs appended one after another" in n for n in twice.notes())

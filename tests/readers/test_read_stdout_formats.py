@@ -13,26 +13,23 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from readers_support import MakeFile, assert_well_formed
+from readers_support import (
+    STDOUT_DATA,
+    MakeFile,
+    assert_well_formed,
+    read_stdout_fixture,
+    stdout_fixture,
+)
 
 from trainspotter.model import Run
 from trainspotter.readers import _stdout_shapes, detect_format, read_log, stdout
 from trainspotter.readers.stdout import parse_progress
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "stdout"
-
-
-def fixture(name: str) -> Path:
-    path = DATA / name
-    if not path.is_file():
-        pytest.skip(f"{name} was not generated")
-    return path
-
 
 def test_python_logging_epoch_lines() -> None:
     """`%(asctime)s - %(levelname)s - %(message)s`: the time's comma made it look like a
     CSV (and a W&B chart export); `Train Loss:` is a two-word key."""
-    path = fixture("logging_epochs.log")
+    path = stdout_fixture("logging_epochs.log")
     assert detect_format(path, str(path))[0].name == "stdout"
     run = read_log(path)
     assert_well_formed(run)
@@ -57,10 +54,7 @@ def test_python_logging_epoch_lines() -> None:
 def test_python_logging_step_lines_restart_each_epoch() -> None:
     """`Epoch [e/E], Step [n/N]`: the step restarts every epoch, so it is the batch; the
     per-epoch `Epoch [e] Validation Loss` lands at the end of that epoch."""
-    path = fixture("logging_steps.log")
-    run = read_log(path)
-    assert_well_formed(run)
-    text = path.read_text(encoding="utf-8")
+    _, run, text = read_stdout_fixture("logging_steps.log")
     steps = re.findall(r"Epoch \[(\d+)/\d+\], Step \[(\d+)/(\d+)\], Loss: ([\d.]+)$", text, re.M)
     evals = re.findall(r"Epoch \[(\d+)\] Validation Loss: ([\d.]+)$", text, re.M)
     per_epoch = int(steps[0][2])
@@ -74,7 +68,7 @@ def test_python_logging_step_lines_restart_each_epoch() -> None:
 
 
 def test_trl_dicts_between_progress_bars() -> None:
-    path = fixture("trl_sft.log")
+    path = stdout_fixture("trl_sft.log")
     raw = path.read_bytes()
     assert b"\r" in raw and b"\x1b[A{'eval_loss'" in raw
     run = read_log(path)
@@ -97,7 +91,7 @@ def test_trl_dicts_between_progress_bars() -> None:
 def test_a_long_preamble_is_sniffed_further(make_file: MakeFile) -> None:
     """A script that prints its prompts or config first (more than the 64 KiB head) and
     then trains: the progress lines past the head are found."""
-    trl = fixture("trl_sft.log").read_text(encoding="utf-8")
+    trl = stdout_fixture("trl_sft.log").read_text(encoding="utf-8")
     preamble = "".join(f"Sample {i}: " + "lorem ipsum dolor " * 80 + "\n" for i in range(60))
     assert len(preamble) > 64 * 1024
     path = make_file("train_log.txt", preamble + trl)
@@ -112,7 +106,7 @@ def test_a_long_preamble_is_sniffed_further(make_file: MakeFile) -> None:
 def test_evaluation_lines_in_a_row_keep_their_own_steps(make_file: MakeFile) -> None:
     """HF prints an eval dict per epoch even when no train dict came between two of them
     (logging_steps longer than an epoch): each is a point, none overwrites another."""
-    lines = fixture("hf_trainer_no_tqdm.log").read_text(encoding="utf-8").splitlines()
+    lines = stdout_fixture("hf_trainer_no_tqdm.log").read_text(encoding="utf-8").splitlines()
     train = [line for line in lines if line.startswith("{'loss'")]
     evals = [line for line in lines if line.startswith("{'eval_loss'")]
     body = [train[0], evals[0], evals[1], train[-1], evals[2]]  # the epochs keep rising
@@ -206,12 +200,12 @@ def assert_same_run(fast: Run, full: Run) -> None:
     assert fast.notes() == full.notes()
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+@pytest.mark.parametrize("name", sorted(p.name for p in STDOUT_DATA.glob("*.log")))
 def test_fast_paths_read_what_the_full_parse_reads(
     name: str, make_file: MakeFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each log three times over, so that runs of one layout are long enough for columns.
-    text = (DATA / name).read_text(encoding="utf-8")
+    text = (STDOUT_DATA / name).read_text(encoding="utf-8")
     path = make_file(name, text * 3)
     assert_same_run(read_log(path, fmt="stdout"), read_in_full(path, monkeypatch))
 

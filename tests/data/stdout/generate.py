@@ -44,6 +44,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SEED = 7
+# The schedule both HF runs share (transformers' Trainer and TRL's SFTTrainer).
+HF_SCHEDULE = {
+    "max_steps": 60,
+    "logging_steps": 5,
+    "eval_strategy": "steps",
+    "eval_steps": 20,
+    "save_strategy": "no",
+    "report_to": [],
+    "seed": SEED,
+    "use_cpu": True,
+}
 
 
 def hf_trainer(disable_tqdm: bool) -> None:
@@ -86,19 +97,12 @@ def hf_trainer(disable_tqdm: bool) -> None:
     out = Path(os.environ["STDOUT_GEN_TMP"]) / "hf_output"
     args = TrainingArguments(
         output_dir=str(out),
-        max_steps=60,
         per_device_train_batch_size=32,
         per_device_eval_batch_size=64,
         learning_rate=1e-3,
         warmup_steps=10,
-        logging_steps=5,
-        eval_strategy="steps",
-        eval_steps=20,
-        save_strategy="no",
-        report_to=[],
         disable_tqdm=disable_tqdm,
-        seed=SEED,
-        use_cpu=True,
+        **HF_SCHEDULE,
     )
     trainer = Trainer(
         model=GPT2LMHeadModel(config),
@@ -348,20 +352,13 @@ def trl_sft() -> None:
     )
     args = SFTConfig(
         output_dir=str(Path(os.environ["STDOUT_GEN_TMP"]) / "sft"),
-        max_steps=60,
         per_device_train_batch_size=16,
         per_device_eval_batch_size=32,
         learning_rate=2e-3,
         warmup_steps=5,
-        logging_steps=5,
-        eval_strategy="steps",
-        eval_steps=20,
-        save_strategy="no",
-        report_to=[],
-        seed=SEED,
-        use_cpu=True,
         max_length=32,
         dataloader_num_workers=0,
+        **HF_SCHEDULE,
     )
     trainer = SFTTrainer(
         model=LlamaForCausalLM(config),
