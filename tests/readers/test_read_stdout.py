@@ -216,6 +216,7 @@ def test_nothing_matches_is_a_one_line_error(make_file: MakeFile) -> None:
     problem = caught.value.problem
     assert "no training progress lines" in problem and "\n" not in problem
     assert "nanoGPT" in problem and "Keras" in problem and "key=value" in problem
+    assert "Train Loss" in problem
 
 
 @pytest.mark.parametrize(

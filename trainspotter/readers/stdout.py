@@ -376,8 +376,8 @@ class StdoutLines:
                 display,
                 "no training progress lines found (looked for Hugging Face Trainer dicts "
                 "{'loss': ...}, nanoGPT 'iter N: loss X', Keras 'Epoch N/M' and "
-                "'- loss: X', and key=value / key: value pairs naming a loss, lr, "
-                "grad norm or accuracy)",
+                "'- loss: X', logging lines like 'Epoch 1/10, Train Loss: X', and "
+                "key=value / key: value pairs naming a loss, lr, grad norm or accuracy)",
             )
         builder = RunBuilder(source_format, display, appended_runs=True)
         builder.meta["step_source"] = dict(self.step_source)
