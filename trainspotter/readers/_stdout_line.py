@@ -48,6 +48,8 @@ KEY_WORDS = ("acc", "accuracy", "ppl", "perplexity")
 TIME_KEYS = frozenset({"time", "dt", "step time", "time per step"})
 TIME_UNITS = frozenset({"ms", "s", "us", "µs", "sec"})
 
+SEGMENTS = re.compile(r"[\r\n]+")
+"""What splits printed output into lines: a bar redrawn with `\\r` is a line per refresh."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
 _NUMBER = r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
 _WORD = r"[A-Za-z_][\w.\-/]*"

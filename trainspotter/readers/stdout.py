@@ -77,9 +77,10 @@ from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.names import LR, is_eval
 from trainspotter.readers._appended import EPOCH_METRIC
-from trainspotter.readers._files import first_line, read_text_lines
+from trainspotter.readers._files import read_text_lines
 from trainspotter.readers._stdout_line import (
     EPOCH_KEYS,
+    SEGMENTS,
     STEP_LIMIT,
     Progress,
     as_step,
@@ -97,6 +98,7 @@ from trainspotter.readers._stdout_shapes import (
     layouts,
     read_columns,
 )
+from trainspotter.readers._stdout_sniff import sniff_printed_output
 from trainspotter.readers._stdout_tail import StdoutTail
 from trainspotter.readers._tabular import Column, RunBuilder, canonical_name, list_names
 from trainspotter.readers.base import Reader, ReadOptions, Tail
@@ -105,19 +107,8 @@ from trainspotter.readers.incremental import file_to_follow
 
 __all__ = ["READER", "StdoutLines", "StdoutReader", "parse_dict", "parse_progress"]
 
-SCORE = 60
-"""Above the generic CSV sniff (30: a nanoGPT line has commas) and a non-JSON `{` document
-(20: an HF dict line starts with `{`), below every structured format (JSON Lines 70 and up),
-so a file another reader can parse is never taken."""
-
-SNIFF_LINES = 400
 MIN_RUN = 4
 """Consecutive lines of one layout read by columns; shorter runs line by line."""
-DEEP_SNIFF_AFTER = 32 * 1024
-"""A head this long (the sniffed head is 64 KiB) that holds fewer than SNIFF_LINES lines
-and no progress line is sniffed further, up to DEEP_SNIFF_BYTES."""
-DEEP_SNIFF_BYTES = 1024 * 1024
-_SEGMENTS = re.compile(r"[\r\n]+")
 # A line that is only an epoch header: Keras' `Epoch 3/10`, `epoch   1`, `Epoch [2/5]:`.
 _EPOCH_HEADER = re.compile(
     r"^\s*epoch\s*[:\[(]?\s*(\d+)\s*(?:/\s*(\d+)\s*)?[\])]?\s*:?\s*$", re.IGNORECASE
@@ -258,7 +249,7 @@ class StdoutLines:
         for line in lines:
             self.line_count += 1
             if "\r" in line or "\x1b" in line or "\x08" in line:
-                for segment in _SEGMENTS.split(clean(line)):
+                for segment in SEGMENTS.split(clean(line)):
                     if segment and not segment.isspace():
                         self._add_segment(segment)
             elif line and not line.isspace():
@@ -452,46 +443,6 @@ def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-def sniff_text(head: str) -> int:
-    """SCORE when the head of a file holds a progress line and is not JSON, else 0."""
-    if "\x00" in head:
-        return 0
-    start = first_line(head).strip("\ufeff \t\r")
-    if start in ("{", "[") or start.startswith(('{"', "[{", '["', "[[")):
-        return 0  # JSON (Lines) and JSON documents belong to their own readers
-    lines = head.split("\n")
-    if len(lines) > 1:
-        lines = lines[:-1]  # the head's last line may be cut
-    # Two progress lines, or one in a tiny file: a document that mentions a loss once in
-    # a sentence (a README, a report) is not a training log.
-    found = seen = 0
-    parser = ShapeParser()
-    for line in lines[:SNIFF_LINES]:
-        for segment in _SEGMENTS.split(clean(line)):
-            if segment.strip():
-                seen += 1
-                found += parser.parse(segment) is not None
-            if found >= 2:
-                return SCORE
-    return SCORE if found and seen <= 2 else 0
-
-
-def _sniff_further(path: Path, head: str) -> int:
-    """`sniff_text` on up to DEEP_SNIFF_BYTES of the file when the head was a few long lines
-    without a progress line (a prompt or config dump printed before training starts): a
-    head of many short lines without one is not printed training output."""
-    if head.count("\n") >= SNIFF_LINES or len(head) < DEEP_SNIFF_AFTER:
-        return 0
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(DEEP_SNIFF_BYTES)
-    except OSError:
-        return 0
-    if len(raw) <= len(head.encode("utf-8", errors="replace")):
-        return 0
-    return sniff_text(raw.decode("utf-8", errors="replace"))
-
-
 class StdoutReader(Reader):
     """Printed training output (see the module docstring)."""
 
@@ -499,7 +450,7 @@ class StdoutReader(Reader):
     description = "training output as printed (HF Trainer dicts, nanoGPT, Keras, tqdm bars)"
 
     def sniff(self, path: Path, head: str) -> int:
-        return sniff_text(head) or _sniff_further(path, head)
+        return sniff_printed_output(path, head)
 
     def find_in_folder(self, folder: Path) -> Path | None:
         return None  # a folder of printed logs has no layout to recognise

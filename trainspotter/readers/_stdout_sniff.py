@@ -1,0 +1,67 @@
+"""Is a file printed training output? The stdout reader's sniff (`readers/stdout.py`),
+kept apart so that module stays the reading rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainspotter.readers._files import first_line
+from trainspotter.readers._stdout_line import SEGMENTS, clean
+from trainspotter.readers._stdout_shapes import ShapeParser
+
+SCORE = 60
+"""Above the generic CSV sniff (30: a nanoGPT line has commas) and a non-JSON `{` document
+(20: an HF dict line starts with `{`), below every structured format (JSON Lines 70 and up),
+so a file another reader can parse is never taken."""
+
+SNIFF_LINES = 400
+DEEP_SNIFF_AFTER = 32 * 1024
+"""A head this long (the sniffed head is 64 KiB) that holds fewer than SNIFF_LINES lines
+and no progress line is sniffed further, up to DEEP_SNIFF_BYTES."""
+DEEP_SNIFF_BYTES = 1024 * 1024
+
+
+def sniff_printed_output(path: Path, head: str) -> int:
+    """SCORE when the file's head (or, after a long preamble, its first MiB) holds
+    progress lines and is not JSON, else 0."""
+    return sniff_text(head) or _sniff_further(path, head)
+
+
+def sniff_text(head: str) -> int:
+    """SCORE when the head of a file holds a progress line and is not JSON, else 0."""
+    if "\x00" in head:
+        return 0
+    start = first_line(head).strip("\ufeff \t\r")
+    if start in ("{", "[") or start.startswith(('{"', "[{", '["', "[[")):
+        return 0  # JSON (Lines) and JSON documents belong to their own readers
+    lines = head.split("\n")
+    if len(lines) > 1:
+        lines = lines[:-1]  # the head's last line may be cut
+    # Two progress lines, or one in a tiny file: a document that mentions a loss once in
+    # a sentence (a README, a report) is not a training log.
+    found = seen = 0
+    parser = ShapeParser()
+    for line in lines[:SNIFF_LINES]:
+        for segment in SEGMENTS.split(clean(line)):
+            if segment.strip():
+                seen += 1
+                found += parser.parse(segment) is not None
+            if found >= 2:
+                return SCORE
+    return SCORE if found and seen <= 2 else 0
+
+
+def _sniff_further(path: Path, head: str) -> int:
+    """`sniff_text` on up to DEEP_SNIFF_BYTES of the file when the head was a few long lines
+    without a progress line (a prompt or config dump printed before training starts): a
+    head of many short lines without one is not printed training output."""
+    if head.count("\n") >= SNIFF_LINES or len(head) < DEEP_SNIFF_AFTER:
+        return 0
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(DEEP_SNIFF_BYTES)
+    except OSError:
+        return 0
+    if len(raw) <= len(head.encode("utf-8", errors="replace")):
+        return 0
+    return sniff_text(raw.decode("utf-8", errors="replace"))
