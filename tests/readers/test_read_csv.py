@@ -12,7 +12,7 @@ from readers_support import MakeFile, assert_well_formed
 from trainspotter.analysis import analyze
 from trainspotter.errors import InputError
 from trainspotter.model import Severity
-from trainspotter.readers import READERS, ReadOptions, detect_format, read_log
+from trainspotter.readers import READERS, ReadOptions, detect_format, read_log, read_runs
 
 
 def test_step_column_and_cell_rules(make_file: MakeFile) -> None:
@@ -172,22 +172,35 @@ def test_wall_time_is_nan_without_a_time_column(make_file: MakeFile) -> None:
 KERAS_APPENDED = Path(__file__).resolve().parents[1] / "data" / "keras" / "appended_runs.csv"
 
 
-def test_keras_csvlogger_appended_twice_reads_the_last_run() -> None:
+def test_keras_csvlogger_appended_twice_is_two_logs_the_latest_first() -> None:
     # Real Keras CSVLogger(append=True) output of two runs (tests/data/keras/make_fixture.py):
     # the second run's epoch 0 (val_loss 2.075) is a new start, not the first run diverging.
+    # Each run is its own log: the latest by default (what `watch` follows), every run
+    # through read_runs (what analyze and gate check).
     run = read_log(KERAS_APPENDED)
     val = run.metrics["eval/loss"]
     assert val.steps.tolist() == list(range(12))
     assert val.values[0] == pytest.approx(2.075486898422241)
     assert val.values[-1] == pytest.approx(0.5166698098182678)
     assert run.meta["appended_runs"] == 2
+    assert (run.meta["run_name"], run.meta["other_runs"]) == ("2", ["1"])
     assert run.meta["backward_steps"] == {}
     assert (
         "this log holds 2 runs appended one after another (the step counter starts again): "
-        "analysed the last, steps 0-11; the earlier runs are not analysed"
+        "this is run 2 of 2 (the latest), steps 0-11; each run is checked as its own log "
+        "(--run N reads one)"
     ) in run.notes()
     findings = analyze(run).findings
     assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+    latest, first = read_runs(KERAS_APPENDED)
+    assert latest.meta["run_name"] == "2" and first.meta["run_name"] == "1"
+    assert "other_runs" not in first.meta
+    first_val = first.metrics["eval/loss"]
+    assert first_val.steps.tolist() == list(range(12))
+    assert first_val.values[0] == pytest.approx(1.548682689666748)  # row 2 of the file
+    assert "this is run 1 of 2, steps 0-11" in " ".join(first.notes())
+    with pytest.raises(InputError, match="no run '3' in this log: it holds 2 runs"):
+        read_log(KERAS_APPENDED, options=ReadOptions(run_name="3"))
 
 
 def test_one_metric_going_back_is_not_a_new_run(make_file: MakeFile) -> None:

@@ -1,12 +1,16 @@
-"""Logs that hold several runs appended one after another: keep the last run.
+"""Logs that hold several runs appended one after another: each run is its own log.
 
 Keras' `CSVLogger(append=True)`, a JSONL writer opened in append mode, or `python train.py
 >> train.log` run twice all leave one file with two runs in it. Read as one run, the second
 run's first points look like the first run getting much worse (a loss back at its starting
 value, "rose 7000% above its best"). The CSV/Keras, JSONL and stdout readers therefore
-look for a restart and analyse the last run only, saying so in a note. HF
-`trainer_state.json` (a resumed run: the last write wins), Lightning's `metrics.csv`
-(its `step` column rule) and the event-file formats keep their own rules and do not use this.
+look for restarts and cut the file into its runs, named "1", "2", ... in file order. One
+rule, as for a W&B export of several runs: every run is checked, each as its own log in the
+report (`readers.read_runs`, what `analyze` and `gate` call), the latest first, each with a
+note saying which run of how many it is and its steps; `--run N` reads run N alone, and a
+reader asked for no run gives the latest (what `watch` follows). HF `trainer_state.json` (a
+resumed run: the last write wins), Lightning's `metrics.csv` (its `step` column rule) and
+the event-file formats keep their own rules and do not use this.
 
 Rule: a restart is a point in file order where the step counter drops back to at or below
 the first step seen, in every metric at once (each metric with two points or more restarts
@@ -15,11 +19,11 @@ every run so cut holds at least two points of each metric (a lone point logged o
 is not a run). Logs
 without a step counter (stdout lines numbered by position) use their `epoch` metric as the
 clock: a restart is where it drops back into the first epoch (to at or below
-max(first epoch seen, 1)), and the last run starts at that step for every metric.
+max(first epoch seen, 1)), and each run starts at that step for every metric.
 
 False-positive modes: a run resumed from a checkpoint written in its first epoch or at its
-first logged step looks like a new run, and the part before the resume is then not analysed
-(the note says so); a metric whose steps restart on their own every epoch (a per-epoch
+first logged step looks like a new run, and its two parts are then reported as two runs
+(each note says so); a metric whose steps restart on their own every epoch (a per-epoch
 batch index used as the step) restarts in every metric at once only if the whole log does.
 """
 
@@ -37,16 +41,34 @@ EPOCH_METRIC = "epoch"
 
 
 @dataclass(frozen=True)
-class LastRun:
-    """Where the last of several appended runs starts."""
+class AppendedRuns:
+    """Where each of several appended runs starts, in file order."""
 
     runs: int
     """How many runs the log holds."""
-    starts: tuple[int, ...] | None
-    """Per column (in the order given), the file position where its last run starts;
-    None when the cut is a step (`from_step`)."""
-    from_step: int | None = None
-    """The step where the last run starts, for logs whose epoch metric restarts."""
+    starts: tuple[tuple[int, ...], ...] | None
+    """Per column (in the order given), the file position where each run starts (the
+    first at 0); None when the cut is a step (`step_starts`)."""
+    step_starts: tuple[int, ...] | None = None
+    """For logs whose epoch metric restarts: the step where each run after the first
+    starts (the same for every metric)."""
+
+    def keep(self, column: int, steps: IntArray, run: int) -> np.ndarray:
+        """Mask of column `column`'s points (its `steps`, in file order) in run `run`
+        (0-based)."""
+        if self.starts is not None:
+            bounds = (*self.starts[column], steps.shape[0])
+            position = np.arange(steps.shape[0])
+            return (position >= bounds[run]) & (position < bounds[run + 1])
+        cuts = self.step_starts or ()
+        low = cuts[run - 1] if run > 0 else None
+        high = cuts[run] if run < len(cuts) else None
+        keep = np.ones(steps.shape[0], dtype=bool)
+        if low is not None:
+            keep &= steps >= low
+        if high is not None:
+            keep &= steps < high
+        return keep
 
 
 def _restarts(steps: IntArray) -> list[int]:
@@ -61,10 +83,10 @@ def _restarts(steps: IntArray) -> list[int]:
     return restarts
 
 
-def find_last_run(
+def find_runs(
     names: Sequence[str], steps: Sequence[IntArray], epoch_values: np.ndarray | None
-) -> LastRun | None:
-    """The last run of an appended log, or None when the log holds one run.
+) -> AppendedRuns | None:
+    """The runs of an appended log, or None when the log holds one run.
 
     `steps[i]` are column `names[i]`'s steps in file order; `epoch_values` the epoch
     metric's values in file order (its steps are `steps[names.index("epoch")]`).
@@ -74,9 +96,19 @@ def find_last_run(
         restarts = _restarts(column_steps)
         if column_steps.shape[0] >= 2:
             counts.append(len(restarts))
-        starts.append(restarts[-1] if restarts else 0)
+        starts.append(restarts)
     if counts and min(counts) >= 1 and len(set(counts)) == 1:
-        return LastRun(runs=counts[0] + 1, starts=tuple(starts))
+        runs = counts[0] + 1
+        # A column with under two points has no restarts of its own: all its points are
+        # placed in the run its position falls in, which the other columns cannot tell, so
+        # it goes with the latest run (as when only the latest run was read).
+        return AppendedRuns(
+            runs=runs,
+            starts=tuple(
+                (0, *found) if found else (0,) * runs
+                for found, column in zip(starts, steps, strict=True)
+            ),
+        )
     if epoch_values is None or EPOCH_METRIC not in names or epoch_values.shape[0] < 2:
         return None
     epoch_steps = steps[list(names).index(EPOCH_METRIC)]
@@ -90,8 +122,8 @@ def find_last_run(
     positions = np.flatnonzero(back)
     if positions.size == 0:
         return None
-    return LastRun(
+    return AppendedRuns(
         runs=int(positions.size) + 1,
         starts=None,
-        from_step=int(epoch_steps[int(positions[-1]) + 1]),
+        step_starts=tuple(int(epoch_steps[int(p) + 1]) for p in positions),
     )

@@ -44,7 +44,7 @@ import numpy.typing as npt
 from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, IntArray, Run, Series
 from trainspotter.names import normalize
-from trainspotter.readers._appended import EPOCH_METRIC, find_last_run
+from trainspotter.readers._appended import EPOCH_METRIC, find_runs
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -139,12 +139,19 @@ class RunBuilder:
     """Collects columns, notes and meta for one Run and builds it once."""
 
     def __init__(
-        self, source_format: str, source_path: str, *, appended_runs: bool = False
+        self,
+        source_format: str,
+        source_path: str,
+        *,
+        appended_runs: bool = False,
+        run_name: str | None = None,
     ) -> None:
         self.source_format = source_format
         self.source_path = source_path
         self.appended_runs = appended_runs
-        """Look for several runs appended in one file and keep the last (`_appended`)."""
+        """Look for several runs appended in one file and cut it into them (`_appended`)."""
+        self.run_name = run_name
+        """Which of the appended runs to build ("1", "2", ...; `--run`); None: the latest."""
         self.meta: dict[str, Any] = {}
         self._notes: list[str] = []
         self._columns: list[Column] = []
@@ -194,20 +201,27 @@ class RunBuilder:
         named.sort(key=lambda pair: order[id(pair[0])])
         return named
 
-    def _last_run(self, named: list[tuple[Column, str]]) -> list[tuple[Column, str]]:
-        """The columns cut to the last of several appended runs, with a note (or as given)."""
+    def _one_run(self, named: list[tuple[Column, str]]) -> list[tuple[Column, str]]:
+        """The columns cut to one of several appended runs (the one asked for, else the
+        latest), with a note naming it and the others in `meta` (or as given)."""
         epoch = next((c.values for c, name in named if name == EPOCH_METRIC), None)
-        last = find_last_run([n for _, n in named], [c.steps for c, _ in named], epoch)
-        if last is None:
+        found = find_runs([n for _, n in named], [c.steps for c, _ in named], epoch)
+        if found is None:
             return named
+        names = [str(i + 1) for i in range(found.runs)]
+        chosen = self.run_name if self.run_name is not None else names[-1]
+        if chosen not in names:
+            raise InputError(
+                self.source_path,
+                f"no run {chosen!r} in this log: it holds {found.runs} runs appended one "
+                f"after another, read with --run 1 to --run {found.runs}",
+            )
+        run = names.index(chosen)
         kept: list[tuple[Column, str]] = []
         for index, (column, name) in enumerate(named):
-            if last.starts is not None:
-                keep = np.arange(column.steps.shape[0]) >= last.starts[index]
-            else:
-                keep = column.steps >= (last.from_step or 0)
+            keep = found.keep(index, column.steps, run)
             if column.steps.shape[0] and not bool(np.any(keep)):
-                continue  # logged only by an earlier run
+                continue  # logged only by another run
             column.steps, column.values = column.steps[keep], column.values[keep]
             if column.wall_time is not None:
                 column.wall_time = column.wall_time[keep]
@@ -215,11 +229,16 @@ class RunBuilder:
         steps = [c.steps for c, _ in kept if c.steps.shape[0]]
         first = min(int(s.min()) for s in steps) if steps else 0
         final = max(int(s.max()) for s in steps) if steps else 0
-        self.meta["appended_runs"] = last.runs
+        self.meta["appended_runs"] = found.runs
+        self.meta["run_name"] = chosen
+        if self.run_name is None:
+            self.meta["other_runs"] = names[:-1]
+        clock = "step counter" if found.starts is not None else "epoch"
+        latest = " (the latest)" if run == found.runs - 1 else ""
         self.note(
-            f"this log holds {last.runs} runs appended one after another (the "
-            f"{'step counter' if last.starts is not None else 'epoch'} starts again): "
-            f"analysed the last, steps {first}-{final}; the earlier runs are not analysed"
+            f"this log holds {found.runs} runs appended one after another (the {clock} "
+            f"starts again): this is run {chosen} of {found.runs}{latest}, steps "
+            f"{first}-{final}; each run is checked as its own log (--run N reads one)"
         )
         return kept
 
@@ -232,7 +251,7 @@ class RunBuilder:
         empty: list[str] = []
         named = self._final_names()
         if self.appended_runs:
-            named = self._last_run(named)
+            named = self._one_run(named)
         for column, name in named:
             if column.skipped_cells:
                 skipped[name] = column.skipped_cells

@@ -53,7 +53,7 @@ class CsvReader(TableFileReader):
 
     def run_from_table(self, table: Table, display: str, options: ReadOptions) -> Run:
         """The Run from a parsed table (also used by `watch`, which parses incrementally)."""
-        builder = RunBuilder(self.name, display, appended_runs=True)
+        builder = RunBuilder(self.name, display, appended_runs=True, run_name=options.run_name)
         return table_to_run(
             table, builder, name_for=lambda raw: canonical_name(raw, options.aliases)
         )
