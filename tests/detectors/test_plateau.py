@@ -223,3 +223,60 @@ def test_significant_digits_are_counted_as_logged() -> None:
     assert significant_digits(0.72414) == 5
     assert significant_digits(float(np.float32(0.95))) == 2  # float32, not 0.949999988
     assert significant_digits(0.0001) == 1 and significant_digits(0.0) == 0
+
+
+def test_a_tiny_but_significant_fall_is_not_learning() -> None:
+    """An LR far too small for the loss's scale: 85.09 -> 85.03 (0.07%) over 1,000 epochs,
+    falling at nearly every one (a highly significant trend). Not learning."""
+    steps = np.arange(1000)
+    loss = 85.029 + 0.064 * np.exp(-steps / 10.0)
+    loss = loss + np.random.default_rng(0).normal(0, 2e-4, steps.size)
+    (f,) = _detect(make_run({"train/loss": (steps, loss)}))
+    assert f.severity is Severity.WARNING and "not learning" in f.title
+    assert "by too little" in f.message and float(f.evidence["drop_fraction_of_start"]) < 0.001
+
+
+@pytest.mark.parametrize("fall", [0.06, 0.09])
+def test_a_material_slow_fall_is_learning(fall: float) -> None:
+    """A significant fall of 6-9% (under the 10% band, over the 5% effect size) is slow
+    learning, not "not learning"."""
+    steps = np.arange(500)
+    loss = 3.0 * (1 - fall * steps / steps[-1])
+    loss = loss * np.exp(np.random.default_rng(2).normal(0, 0.01, steps.size))
+    assert not [f for f in _detect(make_run({"train/loss": (steps, loss)})) if "not" in f.title]
+
+
+def test_a_fall_hidden_in_the_noise_is_not_learning() -> None:
+    """7% over the run (past the level scale) but under the per-point scatter (10% of
+    the level): the points do not show it."""
+    steps = np.arange(3000)
+    loss = 2.4 * (1 - 0.07 * steps / steps[-1])
+    loss = loss * np.exp(np.random.default_rng(3).normal(0, 0.1, steps.size))
+    (f,) = _detect(make_run({"train/loss": (steps, loss)}))
+    assert "not learning" in f.title
+
+
+def _collapse(steps: np.ndarray) -> np.ndarray:
+    """Falls from 1.75, then approaches 0.25 exponentially and wobbles in its 6th digit."""
+    loss = 0.25 + 1.5 * np.exp(-steps / 200.0)
+    return loss + np.random.default_rng(4).normal(0, 2e-6, steps.size)
+
+
+def test_a_loss_that_fell_then_froze_has_collapsed() -> None:
+    steps = np.arange(0, 12000, 50)
+    (f,) = _detect(make_run({"train/loss": (steps, _collapse(steps))}))
+    assert f.severity is Severity.WARNING and "collapsed to a constant" in f.title
+    assert int(f.evidence["frozen_since_step"]) == f.step_start < 3000
+    assert "constant prediction" in f.fixes[0]
+
+
+def test_a_frozen_loss_under_an_annealed_lr_or_near_zero_is_not_a_collapse() -> None:
+    steps = np.arange(0, 12000, 50)
+    lr = np.where(steps < 2000, 1e-3, 1e-7)  # annealed to ~0 before it froze
+    run = make_run({"train/loss": (steps, _collapse(steps)), "lr": (steps, lr)})
+    assert not [f for f in _detect(run) if "collapsed" in f.title]
+    memorised = 1e-5 + 1.75 * np.exp(-steps / 200.0)  # froze at 1e-5: converged near 0
+    memorised = memorised * (1 + np.random.default_rng(5).normal(0, 1e-6, steps.size))
+    assert not [
+        f for f in _detect(make_run({"train/loss": (steps, memorised)})) if "collapsed" in f.title
+    ]

@@ -233,3 +233,33 @@ def test_terms_of_a_total_loss_are_one_finding_led_by_the_total() -> None:
     found = DETECTOR.detect(run, PARAMS)
     assert [(f.metric, f.step_start) for f in found] == [("mean_loss", int(steps[700]))]
     assert found[0].evidence["terms_that_spiked"] == "a_loss, b_loss"
+
+
+def test_a_burst_after_a_start_up_blow_up_is_found_whole() -> None:
+    """A short log whose first 5 points sit 6-8 decades above everything after them (a bad
+    initial scale) and then a burst of 6 consecutive logs 4-5 decades above its working
+    level: an order of magnitude held over several logs is an incident however large the
+    start-up was (it made the burst under a tenth of the "progress", and the working level
+    look memorised). The episode is the whole burst: its peak is the highest point, and the
+    curve comes back at the first point after it."""
+    rng = np.random.default_rng(0)
+    start = [8.2e7, 1.1e8, 2.8e7, 2.6e5, 4.3e6]
+    working = list(np.exp(rng.normal(2.0, 0.6, 20)))
+    burst = [6.9e5, 5.4e5, 8.0e4, 1.8e6, 2.3e6, 7.9e5]
+    after = list(np.exp(rng.normal(2.0, 0.6, 14)))
+    loss = np.array(start + working + burst + after)
+    steps = np.arange(loss.size)
+    (f,) = [f for f in _detect(make_run({"train/loss": (steps, loss)})) if f.step_start > 5]
+    assert (f.step_start, f.step_end) == (25, 30)
+    assert int(f.evidence["peak_step"]) == 29 and f.evidence["recovered_at_step"] == 31
+    assert f.severity is Severity.WARNING and "at step 29" in f.message
+
+
+def test_a_one_point_jump_after_memorising_is_still_not_an_incident() -> None:
+    """The sustained rule needs 3 consecutive logs: a memorised loss's one-log jump (one
+    hard example) stays out, as before."""
+    steps = np.arange(2000)
+    loss = np.maximum(2.3 * np.exp(-steps / 60.0), 1e-4)
+    loss = loss * np.exp(np.random.default_rng(1).normal(0, 0.2, steps.size))
+    loss[1500] = 0.05
+    assert not [f for f in _detect(make_run({"train/loss": (steps, loss)})) if f.step_start > 1000]

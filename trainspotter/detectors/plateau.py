@@ -47,7 +47,22 @@ class PlateauParams:
     far_level_fraction: float = 0.75
     """...at a level of at least this fraction of the starting loss."""
     not_learning_drop: float = 0.1
-    """A loss that improved by less than this fraction of its starting level never learned."""
+    """A loss that improved by less than this fraction of its starting level never learned
+    (unless it fell by a material, significant trend: the next two)."""
+    min_learning_effect: float = 0.05
+    """A fall under this fraction of the starting level is not learning, however
+    significant its trend (85.093 -> 85.029 over 1,000 epochs is 0.08%)..."""
+    min_learning_noise: float = 1.0
+    """...and so is a fall smaller than this many sigmas of the point-to-point noise (a
+    drift hidden inside the minibatch scatter)."""
+    frozen_tolerance: float = 1e-4
+    """A loss whose last points all stay within this fraction of its last value has stopped
+    changing (constant to 4 significant digits: far below any minibatch noise)..."""
+    min_frozen_points: int = 10
+    """...over at least this many points and `min_flat_fraction` of the run..."""
+    frozen_floor_fraction: float = 0.01
+    """...at a level above this fraction of its starting level (below it, a memorised or
+    converged loss near 0, not a collapse)."""
     lr_zero_fraction: float = stats.LR_ZERO_FRACTION
     """An LR below this fraction of its peak is ~0."""
     lr_early_fraction: float = 0.3
@@ -103,17 +118,38 @@ class PlateauDetector:
     3. A flat tail shorter than `min_flat_fraction` (25%) of the run is not reported.
     4. Far from converged, the cause, and the severity:
        - *Not learning* (warning): never got `not_learning_drop` (10%) below its starting
-         level anywhere in the run, no significant falling trend over the whole log (the
-         same Mann-Kendall test as the stall verdict, p < `alpha`, or a near-monotone fall,
-         tau <= -0.6, because the autocorrelation correction loses power on smooth curves:
-         a loss falling 0.00208 -> 0.00184 at every epoch is learning slowly, not "not
-         learning"), and no significant rising trend (that is the divergence detector's).
-         The message quotes the raw first and last values; when the log starts after step
-         0 (an epoch aggregate, a resumed run) it says the early drop is not in the log.
+         level anywhere in the run, and no *material* falling trend over the whole log,
+         and no significant rising trend (that is the divergence detector's). A falling
+         trend is the same Mann-Kendall test as the stall verdict (p < `alpha`, or a
+         near-monotone fall, tau <= -0.6, because the autocorrelation correction loses
+         power on smooth curves: a loss falling 0.00208 -> 0.00184 at every epoch is
+         learning slowly, not "not learning"). Material is its effect size, the fall
+         from the start level to the lowest smoothed level, on two scales: at least
+         `min_learning_effect` (5%) of the starting level, and at least
+         `min_learning_noise` (1) sigma of the point-to-point noise (`stats.noise_scale`).
+         Significance only says the fall is not chance; with hundreds of smooth points a
+         fall of 0.08% (85.093 -> 85.029 over 1,000 epochs: an LR far too small for the
+         loss's scale) is as significant as a real one. The message quotes the raw first
+         and last values and, for a tiny trend, the fall against both scales; when the log
+         starts after step 0 (an epoch aggregate, a resumed run) it says the early drop is
+         not in the log.
        - *LR decayed to ~0 too early* (warning): the LR (if logged) fell below
          `lr_zero_fraction` (1%) of its peak with at least `lr_early_fraction` (30%) of
          the run left, and the loss has been flat since about then. This is the classic
          cause (a scheduler sized for fewer steps than the run) and the message says so.
+       - *Collapsed to a constant* (warning): after its drop, the loss's last
+         `min_frozen_points` (10) or more points, over at least `min_flat_fraction` (25%)
+         of the run, all stay within `frozen_tolerance` (0.01%) of its last value, a value
+         above `frozen_floor_fraction` (1%) of the starting level and shown with 3 or more
+         significant digits, while the LR (if logged) was not annealed (at least
+         `lr_annealed_fraction` of its peak when the freeze began). Minibatch noise moves a
+         training loss by percents, a full-batch loss still descending moves it in its
+         3rd-4th digit; a loss that holds 4-7 digits for a quarter of the run comes from a
+         model that stopped changing: all units dead, or an output that collapsed to a
+         constant (the mean of the targets: MSE equal to their variance; the class
+         frequencies). It is judged before "stuck" (exact repeats, step 5) for a loss
+         that fell first, and its fix says to compare the level with the loss of a
+         constant prediction.
        - *Stalled* (warning): flat for at least `stall_flat_fraction` (50%) of the run, at
          a level still at least `far_level_fraction` (75%) of where it started, with no
          significant downward trend left (Mann-Kendall, `stats.trend_test`, p <
@@ -156,7 +192,14 @@ class PlateauDetector:
     floors up to 60% of the start: 1 warning in 500 runs). 1% of the peak LR and 30% of
     the run left match the lr_schedule detector's "~0 long before the end" (a step schedule's
     last tenfold drop, or a cosine tail, stays out). 10% for "not learning": minibatch
-    noise of a flat loss is rarely smaller than that in start/end medians.
+    noise of a flat loss is rarely smaller than that in start/end medians. 5% of the level
+    for a material fall: half that band, so a slow but steady learner (a LoRA fine-tune
+    falling 3.26 -> ~2.97, 9%, AUDIT #4; an autoencoder 0.00208 -> 0.00184, 11%) stays
+    learning, while a fall of 1-2% over a whole run is not; one noise sigma because a
+    fall smaller than one point's scatter is invisible on a plot of the points. 0.01% for
+    frozen: 4 significant digits, 100x below the ~1% jitter of the quietest minibatch
+    losses and 10x below a float32 loss still moving in its 3rd-4th digit; 10 points so a
+    handful of round-off repeats is not enough (exact repeats have their own rule).
     Abstains below `min_points` (12) points (the stuck check: below 3).
 
     **False-positive modes.** A pretrained model fine-tuned on easy data converges within
@@ -165,7 +208,12 @@ class PlateauDetector:
     if it is expected). A loss whose floor is high by nature (noisy labels, a very hard
     task, a contrastive loss with many negatives) has the same shape. A log that starts
     mid-run (resumed from a checkpoint) has no early drop to compare with and can look
-    like "not learning" (the message then says the log starts after step 0). Stuck: a
+    like "not learning" (the message then says the log starts after step 0). A fine-tune
+    of a pretrained model on data close to its pre-training can fall under 5% over a
+    short run and be called not learning (its floor is near its start; the message gives
+    the numbers). Collapsed: a full-batch run that truly reached a minimum above 0 (a
+    convex model on noisy targets), or a run whose LR was annealed to ~0 without the LR
+    being logged, freezes the same way. Stuck: a
     metric computed on a tiny eval set by a model that has truly converged can repeat one
     value (only a value worse than its best, or over the whole log, is reported); a logger
     that re-logs a cached value between real evaluations looks stuck.
@@ -174,7 +222,11 @@ class PlateauDetector:
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
     the same step). On `examples/healthy/trainer_state.json` only info: converged, flat
     since step 491. Stuck: keras/002 in ../shared/wild (loss 0.4874342 and val_loss
-    0.1613598 at all 5 epochs) and csv/004 (val_acc 0.72414 at all 31 epochs).
+    0.1613598 at all 5 epochs) and csv/004 (val_acc 0.72414 at all 31 epochs). Not
+    learning on a tiny but significant fall: `examples/lightning_lr_too_small/` (29065 ->
+    28986 over 150 epochs, 0.27%). Collapsed: `examples/lightning_collapse_to_mean/`
+    (every unit of the last hidden layer dead from step 9, the loss at the targets'
+    variance 0.0575488 from step 134).
     """
 
     name = NAME
@@ -197,6 +249,11 @@ class PlateauDetector:
             if name not in watched and not is_quality_metric(name):
                 continue
             x, y = stats.finite_xy(run.metrics[name].steps, run.metrics[name].values)
+            judged = _judge(run, name, params) if name in watched else None
+            if judged is not None and "frozen_since_step" in judged.evidence:
+                # Fell, then froze (exactly or nearly): a collapse says more than "stuck".
+                findings.append(judged)
+                continue
             finding = stuck.stuck_finding(
                 NAME,
                 name,
@@ -206,8 +263,8 @@ class PlateauDetector:
                 min_fraction=params.min_constant_fraction,
                 tolerance=params.constant_tolerance,
             )
-            if finding is None and name in watched:
-                finding = _judge(run, name, params)
+            if finding is None:
+                finding = judged
             if finding is not None:
                 findings.append(finding)
         return findings
@@ -350,19 +407,29 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         evidence["lr_when_flat"] = ctx.lr_at(plateau.start_step)
         evidence["lr_at_end"] = float(lr_y[-1])
     verdict: _Verdict | None
-    never_learned = (
-        plateau.start_level - plateau.best_level < params.not_learning_drop * ctx.start_abs
-    )
+    drop = plateau.start_level - plateau.best_level
+    never_learned = drop < params.not_learning_drop * ctx.start_abs
     whole = stats.trend_test(x, y)
     rising = whole is not None and whole.z > 0 and whole.p_value < params.alpha
     small_change = plateau.improvement < params.not_learning_drop * ctx.start_abs
-    if small_change and never_learned and not _falling(whole, params.alpha):
-        verdict = None if rising else _not_learning(ctx, params, x, y)  # rising: divergence's
+    falling = _falling(whole, params.alpha)
+    # Effect size: a significant fall still has to be material, against the loss's level
+    # and against its point-to-point noise.
+    noise = stats.noise_scale(y)
+    material = drop >= params.min_learning_effect * ctx.start_abs and (
+        drop >= params.min_learning_noise * noise
+    )
+    if small_change and never_learned and not (falling and material):
+        evidence["drop_fraction_of_start"] = drop / ctx.start_abs if ctx.start_abs else 0.0
+        evidence["noise_sigma"] = noise
+        # Rising: divergence's.
+        verdict = None if rising else _not_learning(ctx, params, x, y, falling, noise)
     elif plateau.flat_fraction < params.min_flat_fraction or plateau.improvement <= 0:
         verdict = None  # too short to matter, or ended above its start (divergence's)
     else:
         verdict = (
             _lr_died(ctx, params, evidence)
+            or _collapsed(ctx, params, x, y, evidence)
             or _stalled(ctx, params)
             or _converged(ctx, params, evidence)
         )
@@ -398,15 +465,38 @@ def _change_words(first: float, last: float) -> str:
     return f"ended {abs(pct):.1f}% {'higher' if pct > 0 else 'lower'}"
 
 
-def _not_learning(ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatArray) -> _Verdict:
+def _not_learning(
+    ctx: _Context,
+    params: PlateauParams,
+    x: FloatArray,
+    y: FloatArray,
+    falling: bool,
+    noise: float,
+) -> _Verdict:
     p = ctx.plateau
     message = (
         f"{ctx.name} was {fmt(float(y[0]))} at step {ctx.first} and {fmt(float(y[-1]))} at "
         f"step {ctx.last} (smoothed: {fmt(p.start_level)} -> {fmt(p.flat_level)}, "
-        f"{_change_words(p.start_level, p.flat_level)}), with no significant downward trend "
-        f"over its {y.size} logged points: never {fmt(100 * params.not_learning_drop)}% below "
-        "where it started."
+        f"{_change_words(p.start_level, p.flat_level)})"
     )
+    if falling:
+        drop = p.start_level - p.best_level
+        message += (
+            f". It does trend down, but by too little to be learning: its lowest smoothed "
+            f"level {fmt(p.best_level)} is {fmt(100 * drop / ctx.start_abs)}% below where it "
+            f"started (learning needs {fmt(100 * params.min_learning_effect)}%"
+        )
+        if params.min_learning_noise > 0 and noise > 0:
+            message += (
+                f" and a fall of at least {fmt(params.min_learning_noise)}x the "
+                f"point-to-point noise, {fmt(noise)} here"
+            )
+        message += f"), over {y.size} logged points."
+    else:
+        message += (
+            f", with no significant downward trend over its {y.size} logged points: never "
+            f"{fmt(100 * params.not_learning_drop)}% below where it started."
+        )
     if ctx.per_epoch:
         message += (
             " Each logged point is an epoch: the drop within the first epoch is not in this "
@@ -465,6 +555,33 @@ def _lr_died(ctx: _Context, params: PlateauParams, evidence: Evidence) -> _Verdi
     )
     title = f"{ctx.name} plateaued after the LR decayed to ~0 at step {zero_step}"
     return Severity.WARNING, title, message, fixes, ctx.plateau.start_step
+
+
+def _collapsed(
+    ctx: _Context, params: PlateauParams, x: FloatArray, y: FloatArray, evidence: Evidence
+) -> _Verdict | None:
+    """After its drop the loss froze (`stuck.frozen_tail`), with the LR (if logged) not
+    annealed when it did: a collapse, not convergence."""
+    frozen = stuck.frozen_tail(
+        x,
+        y,
+        tolerance=params.frozen_tolerance,
+        min_points=params.min_frozen_points,
+        min_share=params.min_flat_fraction,
+        floor=params.frozen_floor_fraction * ctx.start_abs,
+    )
+    if frozen is None or (
+        ctx.has_lr and ctx.lr_at(frozen.since) < params.lr_annealed_fraction * ctx.peak_lr
+    ):
+        return None
+    evidence.update(frozen.evidence())
+    title, message, fixes = stuck.collapse_text(ctx.name, x, y, frozen, params.frozen_tolerance)
+    if ctx.has_lr:
+        message += (
+            f" The LR was still {fmt(ctx.lr_at(frozen.since))} at step {frozen.since} (peak "
+            f"{fmt(ctx.peak_lr)}): not a schedule that annealed to ~0."
+        )
+    return Severity.WARNING, title, message, fixes, frozen.since
 
 
 def _annealing(ctx: _Context, params: PlateauParams) -> bool:

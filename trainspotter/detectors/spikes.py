@@ -60,6 +60,12 @@ class SpikesParams:
     """Below this fraction of its highest earlier level a positive curve has memorised:
     a jump that comes back within `recovery_points` points there is not an incident
     unless it climbs above that earlier level."""
+    sustained_points: int = 3
+    """An episode of at least this many consecutive logged points..."""
+    sustained_ratio: float = 10.0
+    """...each at least this many times the level before it is an incident whatever the
+    progress before it (a start-up blow-up or a fast first descent can make that progress
+    arbitrarily large): an order of magnitude held over several logs is no hard batch."""
 
 
 @dataclass(frozen=True)
@@ -147,8 +153,20 @@ class SpikesDetector:
        came back within `recovery_points` points and stayed below the reference is the
        loss's own heavy tail: not reported (one whose recovery the log cannot show is
        info).
+       Both tests measure against the highest level the curve held before, which a
+       start-up blow-up (a short log whose first 5 points sit 6-8 decades above the rest:
+       a bad initial scale) makes so large that anything after it looks small and
+       "memorised". So an episode of at least `sustained_points` (3) consecutive logged
+       points, each at least `sustained_ratio` (10) times the pre-spike level, is reported
+       whatever came before: an order of magnitude held over several logs is no hard batch
+       and no wiggle (the level and the noise window already come from the points just
+       before the spike, never from the start of the log).
     4. Flagged points within `merge_gap` points of each other form one episode
-       (`stats.episodes`). Recovery: the first run of `recovery_points` consecutive points
+       (`stats.episodes`); it lasts while the points after it stay above the recovery
+       threshold (below), when the curve then comes back under it: a burst's later points,
+       judged against windows that already hold the burst, are not flagged on their own,
+       and without this the peak and the "came back" step would fall inside the burst.
+       Recovery: the first run of `recovery_points` consecutive points
        after the episode whose median is back within the threshold of the pre-spike level
        (below `min_ratio` x it, and within half the z threshold in noise sigmas). Never
        back: not recovered (error). Jumps flagged before the curve came back are the same
@@ -184,6 +202,10 @@ class SpikesDetector:
     - `near_zero_fraction` 0.05: below 5% of its earlier level a classifier's batch loss
       is dominated by single misclassified examples (one at p=0.01 in a batch of 16 adds
       0.29), so one-log jumps to 0.1-0.3 are routine and say nothing about the run.
+    - `sustained_points` 3, `sustained_ratio` 10: one hard example moves one logged point
+      (two when it straddles a logging interval); three in a row, each tenfold, is a burst
+      (wild3 lightning/012: six logs at 8e4-2.3e6 against a level of ~10, after a start at
+      1e8).
 
     **False-positive modes.** Deliberate discontinuities: an LR warm restart (SGDR) can
     lift the loss by more than half for a while (the lr_schedule detector names the
@@ -198,6 +220,10 @@ class SpikesDetector:
     (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
     whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
     `total_loss` and the like) is reported per term.
+    Sustained bursts: a memorised run whose unshuffled data put hard examples in three
+    consecutive batches shows a burst that is the data order, not an incident; an episode
+    that lasts while the curve stays above the threshold can run long on a curve that
+    settles at a slightly higher level and dips back late.
 
     **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
     batch with shifted labels made train/loss jump, and it recovered. Silent on
@@ -316,6 +342,8 @@ def _large_enough(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
     earlier level or does not come back within `recovery_points` points."""
     level = curve.back(ep.baseline)
     peak = float(curve.raw[ep.peak])
+    if _sustained(curve, ep, level, params):
+        return True
     reference = loss_scale.reference_level(curve.raw, ep.start)
     if not loss_scale.undoes_progress(peak, level, reference, params.min_progress_share):
         return False
@@ -323,6 +351,19 @@ def _large_enough(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
         came_back_soon = ep.back_at is not None and ep.back_at - ep.end <= params.recovery_points
         return not came_back_soon
     return True
+
+
+def _sustained(curve: _Curve, ep: _Episode, level: float, params: SpikesParams) -> bool:
+    """At least `sustained_points` consecutive logged points of the episode, each at least
+    `sustained_ratio` times the level before it (a positive curve)."""
+    if not curve.in_log or level <= 0:
+        return False
+    high = curve.raw[ep.start : ep.end + 1] >= params.sustained_ratio * level
+    longest, run = 0, 0
+    for flag in high.tolist():
+        run = run + 1 if flag else 0
+        longest = max(longest, run)
+    return longest >= params.sustained_points
 
 
 def _merge_unrecovered(found: list[_Episode]) -> list[_Episode]:
@@ -455,9 +496,18 @@ def _judge(
     point of that stretch.
     """
     values = curve.values
-    peak = start + int(np.argmax(values[start : end + 1]))
     baseline, base_sigma = float(median[start]), float(sigma[start])
     threshold = max(curve.min_jump, 0.5 * params.z_threshold * base_sigma)
+    # Points are flagged where a jump is new against their own trailing window, so a
+    # burst's later points (judged against a window that already holds the burst) may go
+    # unflagged: the episode lasts while the points after it stay above the recovery
+    # threshold, when the curve then comes back below it (not when it stays up to the end).
+    last = end
+    while last + 1 < values.size and values[last + 1] - baseline >= threshold:
+        last += 1
+    if last + 1 < values.size:
+        end = last
+    peak = start + int(np.argmax(values[start : end + 1]))
     after = values[end + 1 :]
     width = min(params.recovery_points, after.size)
     peak_z = float(np.nanmax(z[start : end + 1]))

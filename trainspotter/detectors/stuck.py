@@ -1,18 +1,22 @@
-"""The plateau detector's stuck-metric check: a loss or eval metric that repeats one exact
-value (a dead model, or a metric not computed from the model's output).
+"""The plateau detector's constant-value checks: a loss or eval metric that repeats one
+exact value (a dead model, or a metric not computed from the model's output), and a loss
+that fell and then froze to 4+ significant digits (a model collapsed to a constant output).
 
-A separate module because it shares nothing with the flat-tail judgement but the detector
-id: it needs 3 points, not 12, and reads exact repeats, not smoothed levels.
+A separate module because they share nothing with the flat-tail judgement but the detector
+id: the stuck check needs 3 points, not 12, and both read repeats, not smoothed levels.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.base import fmt
 from trainspotter.detectors.eval_noise import higher_is_better
-from trainspotter.model import Finding, FloatArray, Severity
+from trainspotter.model import Evidence, Finding, FloatArray, Severity
 
 MIN_DIGITS = 3
 """A repeated value must show at least this many significant digits as logged (0.72414,
@@ -133,3 +137,91 @@ def stuck_finding(
         },
         fixes=fixes,
     )
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """The frozen end of a loss (`frozen_tail`)."""
+
+    since: int
+    """First step of the frozen stretch."""
+    points: int
+    share: float
+    """Its share of the logged span."""
+    low: float
+    high: float
+    level: float
+    """The last value."""
+
+    def evidence(self) -> Evidence:
+        return {
+            "frozen_since_step": self.since,
+            "frozen_points": self.points,
+            "frozen_min": self.low,
+            "frozen_max": self.high,
+        }
+
+
+def frozen_tail(
+    x: FloatArray,
+    y: FloatArray,
+    *,
+    tolerance: float,
+    min_points: int,
+    min_share: float,
+    floor: float,
+) -> Frozen | None:
+    """The last points of `y` when at least `min_points` of them, over `min_share` of the
+    logged span, all stay within `tolerance` of the last value, a value above `floor` and
+    shown with `MIN_DIGITS` or more significant digits (0.0 or 0.25 as logged repeat by
+    rounding); None otherwise."""
+    count = constant_tail(y, tolerance)
+    if count < min_points:
+        return None
+    since = int(x[y.size - count])
+    share = 1.0 - stats.span_fraction(x, since)
+    level = float(y[-1])
+    if share < min_share or significant_digits(level) < MIN_DIGITS or abs(level) <= floor:
+        return None
+    tail = y[-count:]
+    return Frozen(since, count, share, float(tail.min()), float(tail.max()), level)
+
+
+def _highest_before(x: FloatArray, y: FloatArray, step: int) -> str:
+    """ " and as high as 10.56 at step 2" when the loss rose above its first value before
+    `step` (an early blow-up), else nothing."""
+    before = y[x < step]
+    if before.size < 2 or float(before.max()) <= float(before[0]):
+        return ""
+    i = int(np.argmax(before))
+    return f" and as high as {fmt(float(before[i]))} at step {int(x[i])}"
+
+
+def collapse_text(
+    name: str, x: FloatArray, y: FloatArray, frozen: Frozen, tolerance: float
+) -> tuple[str, str, tuple[str, ...]]:
+    """Title, message and fixes of a loss that fell and then froze."""
+    message = (
+        f"{name} has stayed between {frozen.low:.7g} and {frozen.high:.7g} (within "
+        f"{fmt(100 * tolerance)}% of {frozen.level:.7g}) at its last {frozen.points} of "
+        f"{y.size} logged points, steps {frozen.since}-{int(x[-1])} "
+        f"({fmt(100 * frozen.share)}% of the run), after starting at {fmt(float(y[0]))} at "
+        f"step {int(x[0])}{_highest_before(x, y, frozen.since)}. A model that is still "
+        "training moves its loss by more than that between logs (minibatch noise, or the "
+        "steady creep of full-batch descent): this one stopped changing, the shape of a "
+        "model that collapsed to a constant output (predicting the mean or the majority "
+        "class) or whose units all died."
+    )
+    fixes = (
+        f"Compare {fmt(frozen.level)} with the loss of a constant prediction: for a mean "
+        "squared error the variance of the targets (0.25 for balanced 0/1 targets, 1.0 for "
+        "standardised ones), for cross-entropy the entropy of the class frequencies (ln K "
+        "for K balanced classes). Equal means the model ignores its input.",
+        "Check for dead units (ReLU activations at 0 on every input) or saturated outputs "
+        "(sigmoid/tanh at their limits): lower the LR, use a better init or a leaky/GELU "
+        "activation, add normalisation.",
+        "Print the gradient norm of the layers below the output: ~0 while the loss is far "
+        "from 0 confirms a collapse.",
+    )
+    title = f"{name} collapsed to a constant ({frozen.level:.6g}) since step {frozen.since}"
+    return title, message, fixes

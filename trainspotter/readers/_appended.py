@@ -59,7 +59,8 @@ class AppendedRuns:
         if self.starts is not None:
             bounds = (*self.starts[column], steps.shape[0])
             position = np.arange(steps.shape[0])
-            return (position >= bounds[run]) & (position < bounds[run + 1])
+            inside: np.ndarray = (position >= bounds[run]) & (position < bounds[run + 1])
+            return inside
         cuts = self.step_starts or ()
         low = cuts[run - 1] if run > 0 else None
         high = cuts[run] if run < len(cuts) else None

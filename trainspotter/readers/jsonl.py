@@ -157,9 +157,7 @@ class JsonlLines:
 
     def run(self, source_format: str, display: str, options: ReadOptions) -> Run:
         """The Run from every line added (InputError when no line is a JSON object)."""
-        builder = RunBuilder(
-            source_format, display, appended_runs=True, run_name=options.run_name
-        )
+        builder = RunBuilder(source_format, display, appended_runs=True, run_name=options.run_name)
         skipped = self.skipped
         records = self.records
         if skipped and skipped[-1][0] == self.last_content and records.row_count:

@@ -370,9 +370,7 @@ class StdoutLines:
                 "'- loss: X', logging lines like 'Epoch 1/10, Train Loss: X', and "
                 "key=value / key: value pairs naming a loss, lr, grad norm or accuracy)",
             )
-        builder = RunBuilder(
-            source_format, display, appended_runs=True, run_name=options.run_name
-        )
+        builder = RunBuilder(source_format, display, appended_runs=True, run_name=options.run_name)
         builder.meta["step_source"] = dict(self.step_source)
         builder.meta["progress_lines"] = self.records
         builder.meta["skipped_lines"] = self.skipped
