@@ -20,6 +20,15 @@ one torch thread, ``deterministic=True``), with no validation, and writes
 - ``lightning_full_batch_healthy``: the same data, network and full-batch SGD at LR 0.05:
   the loss drops fast and keeps creeping down to the end (a full-batch loss is smooth, but
   not frozen). Must be silent.
+- ``lightning_burst_after_startup``: a short log (64 steps, every step logged) of a linear
+  regression on scikit-learn's ``make_regression`` data with a large offset (bias 500, so
+  the first losses are ~3e5 against a working level of ~25), SGD at LR 0.2; the five
+  batches of steps 30-34 come from a shard whose targets are 10% off (another
+  calibration): the loss bursts to ~100x its level for several steps and comes back. The
+  burst is a tenth of the start-up's height: the spike rules must not measure it against
+  the start-up. (This run uses ``make_regression``, not the diabetes data.) Not caught
+  yet: the start-up here falls 2-5x per log, gradually, and the start-up rule of the
+  spikes detector only skips a start-up that falls tenfold in one log (``open_issue``).
 
 Environment (see examples/README.md; the framework venv)::
 
@@ -47,7 +56,7 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.loggers import CSVLogger
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_diabetes, make_regression
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -283,10 +292,115 @@ def full_batch_healthy(_: object) -> dict[str, Any]:
     }
 
 
+class ShardedRegressor(L.LightningModule):
+    """A linear regression whose batches of steps `BURST_STEPS` carry targets scaled by
+    `BURST_SCALE` (a shard written with another calibration), logging every step's loss."""
+
+    def __init__(self, lr: float) -> None:
+        super().__init__()
+        self.net = nn.Linear(10, 1)
+        self.lr = lr
+        self.step_losses: dict[int, float] = {}
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
+        inputs, targets = batch
+        if self.global_step in BURST_STEPS:
+            targets = targets * BURST_SCALE
+        loss = nn.functional.mse_loss(self.net(inputs), targets)
+        self.step_losses[self.global_step] = loss.item()
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+BURST_STEPS = range(30, 35)
+BURST_SCALE = 1.1
+
+
+def burst_after_startup(_: object) -> dict[str, Any]:
+    name = "lightning_burst_after_startup"
+    L.seed_everything(SEED, workers=True)
+    x, y = make_regression(n_samples=512, n_features=10, noise=5.0, bias=500.0, random_state=0)
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    data = (x.astype(np.float32), y.astype(np.float32)[:, None])
+    lr, epochs = 0.2, 4
+    model = ShardedRegressor(lr)
+    train(name, model, data, batch_size=32, epochs=epochs)
+    losses = model.step_losses
+    steps = len(losses)
+    first, last = BURST_STEPS[0], BURST_STEPS[-1]
+    before = statistics.median(losses[s] for s in range(first - 10, first))
+    peak_step = max(range(first, first + 10), key=lambda s: losses[s])
+    # Back: the first step after the shard from which 3 consecutive losses are under 2x
+    # the median of the 10 steps before it.
+    back = next(
+        s
+        for s in range(last + 1, steps - 3)
+        if all(losses[t] < 2 * before for t in range(s, s + 3))
+    )
+    return {
+        "summary": (
+            "Lightning linear regression on make_regression data with a large offset (bias "
+            f"500), SGD at LR {lr:g}, every step logged (CSVLogger), {steps} steps: the "
+            f"first losses are ~3e5 against a working level of ~25; the batches of steps "
+            f"{first}-{last} carry targets {100 * (BURST_SCALE - 1):.0f}% off (another "
+            "shard's calibration) and the loss bursts to ~100x its level for several steps, "
+            "then comes back. A burst a tenth of the start-up's height."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "loss_burst",
+                "detector": "spikes",
+                "metric": "train/loss",
+                "min_severity": "warning",
+                # Strict xfail in tests/test_examples.py until issue 10's detector work
+                # catches it: this start-up falls 2-5x per log (no one-log tenfold fall),
+                # so the spike rules still measure the burst against it. Remove the key then.
+                "open_issue": 10,
+                "cause_step": first,
+                "step": peak_step,
+                "step_range": [first, back - 1],
+                "criterion": "from the first corrupted batch to the step before the first of "
+                "3 consecutive losses under 2x the median of the 10 steps before it",
+                "median_loss_10_steps_before": rounded(before),
+                "peak_loss": rounded(losses[peak_step]),
+                "back_step": back,
+            }
+        ],
+        "may_also_flag": {
+            "divergence": "the loss rises over the corrupted batches",
+        },
+        "must_not_flag": [
+            {
+                "detector": "spikes",
+                "metric": "train/loss",
+                "step_range": [first + 15, steps - 1],
+                "why": "ordinary batch noise at the working level after the burst",
+            }
+        ],
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": 1,
+        "eval_steps": None,
+        "facts": {
+            "initial_train_loss": rounded(losses[0]),
+            "train_loss_steps_0_to_5": [rounded(losses[s]) for s in range(6)],
+            "max_lr": lr,
+            "step_convention": "Lightning's global_step: the first batch is step 0",
+        },
+    }
+
+
 RUNS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "lightning_lr_too_small": lr_too_small,
     "lightning_collapse_to_mean": collapse_to_mean,
     "lightning_full_batch_healthy": full_batch_healthy,
+    "lightning_burst_after_startup": burst_after_startup,
 }
 
 if __name__ == "__main__":

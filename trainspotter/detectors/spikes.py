@@ -60,12 +60,9 @@ class SpikesParams:
     """Below this fraction of its highest earlier level a positive curve has memorised:
     a jump that comes back within `recovery_points` points there is not an incident
     unless it climbs above that earlier level."""
-    sustained_points: int = 3
-    """An episode of at least this many consecutive logged points..."""
-    sustained_ratio: float = 10.0
-    """...each at least this many times the level before it is an incident whatever the
-    progress before it (a start-up blow-up or a fast first descent can make that progress
-    arbitrarily large): an order of magnitude held over several logs is no hard batch."""
+    startup_fall: float = 10.0
+    """A fall of at least this ratio between two consecutive logs among a log's first
+    points ends a start-up transient, which the progress and memorised tests then skip."""
 
 
 @dataclass(frozen=True)
@@ -153,14 +150,18 @@ class SpikesDetector:
        came back within `recovery_points` points and stayed below the reference is the
        loss's own heavy tail: not reported (one whose recovery the log cannot show is
        info).
-       Both tests measure against the highest level the curve held before, which a
-       start-up blow-up (a short log whose first 5 points sit 6-8 decades above the rest:
-       a bad initial scale) makes so large that anything after it looks small and
-       "memorised". So an episode of at least `sustained_points` (3) consecutive logged
-       points, each at least `sustained_ratio` (10) times the pre-spike level, is reported
-       whatever came before: an order of magnitude held over several logs is no hard batch
-       and no wiggle (the level and the noise window already come from the points just
-       before the spike, never from the start of the log).
+       Both tests measure against the highest level the curve held before, and a
+       start-up transient must not set it: the first logs of a run with a bad initial
+       scale (unnormalised targets, a huge first output) can sit 6-8 decades above
+       everything after them, which makes any later incident look small and the working
+       level look "memorised" (wild3 lightning/012: 8e7-1e8 at steps 0-4, a working level
+       of ~10, then a burst to 2.3e6 at steps 25-30). The transient is the leading points
+       up to the largest fall between two consecutive logs among the first max(5, 10%) of
+       the points, when that fall is at least `startup_fall` (10x) in one log; the
+       reference is then taken after it (`startup_points`). A loss that falls gradually,
+       however far (a run that memorises from 2.3 to 1e-8), has no such fall and keeps its
+       whole descent as the progress a spike must undo. (The level and the noise never
+       came from the start: they are the points just before the spike.)
     4. Flagged points within `merge_gap` points of each other form one episode
        (`stats.episodes`); it lasts while the points after it stay above the recovery
        threshold (below), when the curve then comes back under it: a burst's later points,
@@ -202,10 +203,9 @@ class SpikesDetector:
     - `near_zero_fraction` 0.05: below 5% of its earlier level a classifier's batch loss
       is dominated by single misclassified examples (one at p=0.01 in a batch of 16 adds
       0.29), so one-log jumps to 0.1-0.3 are routine and say nothing about the run.
-    - `sustained_points` 3, `sustained_ratio` 10: one hard example moves one logged point
-      (two when it straddles a logging interval); three in a row, each tenfold, is a burst
-      (wild3 lightning/012: six logs at 8e4-2.3e6 against a level of ~10, after a start at
-      1e8).
+    - `startup_fall` 10: minibatch noise and a steep but smooth descent move a loss by
+      less than tenfold between two logs; a start-up transient falls by 10^2-10^6 in one
+      (4.3e6 -> 1.0 in lightning/012).
 
     **False-positive modes.** Deliberate discontinuities: an LR warm restart (SGDR) can
     lift the loss by more than half for a while (the lr_schedule detector names the
@@ -220,10 +220,11 @@ class SpikesDetector:
     (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
     whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
     `total_loss` and the like) is reported per term.
-    Sustained bursts: a memorised run whose unshuffled data put hard examples in three
-    consecutive batches shows a burst that is the data order, not an incident; an episode
-    that lasts while the curve stays above the threshold can run long on a curve that
-    settles at a slightly higher level and dips back late.
+    Start-up transient: a run logged so sparsely that its loss falls tenfold between its
+    first two logs and then memorises has its reference taken after that fall, so its
+    memorised one-log jumps can be reported; a gradual but fast start-up (several logs
+    of 3-5x each) is not a transient, and a burst measured against it can still be
+    missed.
 
     **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
     batch with shifted labels made train/loss jump, and it recovered. Silent on
@@ -328,7 +329,7 @@ def _memorised(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
     """The curve sat below `near_zero_fraction` of its highest earlier level, and the
     jump stayed below that level."""
     level = curve.back(ep.baseline)
-    reference = loss_scale.reference_level(curve.raw, ep.start)
+    reference = _reference(curve, ep.start, params)
     return (
         loss_scale.near_zero(level, reference, params.near_zero_fraction)
         and float(curve.raw[ep.peak]) < reference
@@ -342,9 +343,7 @@ def _large_enough(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
     earlier level or does not come back within `recovery_points` points."""
     level = curve.back(ep.baseline)
     peak = float(curve.raw[ep.peak])
-    if _sustained(curve, ep, level, params):
-        return True
-    reference = loss_scale.reference_level(curve.raw, ep.start)
+    reference = _reference(curve, ep.start, params)
     if not loss_scale.undoes_progress(peak, level, reference, params.min_progress_share):
         return False
     if _memorised(curve, ep, params):
@@ -353,17 +352,25 @@ def _large_enough(curve: _Curve, ep: _Episode, params: SpikesParams) -> bool:
     return True
 
 
-def _sustained(curve: _Curve, ep: _Episode, level: float, params: SpikesParams) -> bool:
-    """At least `sustained_points` consecutive logged points of the episode, each at least
-    `sustained_ratio` times the level before it (a positive curve)."""
-    if not curve.in_log or level <= 0:
-        return False
-    high = curve.raw[ep.start : ep.end + 1] >= params.sustained_ratio * level
-    longest, run = 0, 0
-    for flag in high.tolist():
-        run = run + 1 if flag else 0
-        longest = max(longest, run)
-    return longest >= params.sustained_points
+def startup_points(raw: FloatArray, fall: float) -> int:
+    """How many leading points are a start-up transient: those before the largest fall
+    between two consecutive logs among the first max(5, 10%) points, when that fall is at
+    least `fall` x (a bad initial scale the first update fixes); 0 otherwise."""
+    head = raw[: max(5, raw.size // 10) + 1]
+    if head.size < 2 or not bool(np.all(head > 0)):
+        return 0
+    ratios = head[:-1] / head[1:]
+    i = int(np.argmax(ratios))
+    return i + 1 if float(ratios[i]) >= fall else 0
+
+
+def _reference(curve: _Curve, upto: int, params: SpikesParams) -> float:
+    """The highest level the curve held before index `upto` (`loss_scale.reference_level`),
+    after its start-up transient when it had one and enough points follow it."""
+    skip = startup_points(curve.raw, params.startup_fall) if curve.in_log else 0
+    if skip and upto - skip >= loss_scale.REFERENCE_POINTS:
+        return loss_scale.reference_level(curve.raw[skip:], upto - skip)
+    return loss_scale.reference_level(curve.raw, upto)
 
 
 def _merge_unrecovered(found: list[_Episode]) -> list[_Episode]:
