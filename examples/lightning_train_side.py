@@ -149,6 +149,18 @@ def train(
     trainer.fit(model, loader)
 
 
+def log_fields(steps: int, logging_steps: int, facts: dict[str, Any]) -> dict[str, Any]:
+    """The entry's keys about its log, in expected.json's order (no evaluation)."""
+    return {
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": logging_steps,
+        "eval_steps": None,
+        "facts": facts,
+    }
+
+
 def lr_too_small(_: object) -> dict[str, Any]:
     name = "lightning_lr_too_small"
     L.seed_everything(SEED, workers=True)
@@ -186,18 +198,17 @@ def lr_too_small(_: object) -> dict[str, Any]:
             }
         ],
         "may_also_flag": {},
-        "files": [LOG_FILE],
-        "steps": last_step + 1,
-        "max_steps": last_step + 1,
-        "logging_steps": steps_per_epoch,
-        "eval_steps": None,
-        "facts": {
-            "initial_train_loss": rounded(model.step_losses[0]),
-            "target_mean": rounded(float(data[1].mean())),
-            "max_lr": lr,
-            "step_convention": "Lightning's global_step: the first batch is step 0; an epoch "
-            "value is logged at the epoch's last step",
-        },
+        **log_fields(
+            last_step + 1,
+            steps_per_epoch,
+            {
+                "initial_train_loss": rounded(model.step_losses[0]),
+                "target_mean": rounded(float(data[1].mean())),
+                "max_lr": lr,
+                "step_convention": "Lightning's global_step: the first batch is step 0; an epoch "
+                "value is logged at the epoch's last step",
+            },
+        ),
     }
 
 
@@ -252,17 +263,16 @@ def collapse_to_mean(_: object) -> dict[str, Any]:
             "divergence": "the loss rises in the first steps, before the units die",
             "lr_schedule": "a constant LR of 1.0 from step 0 has no warmup",
         },
-        "files": [LOG_FILE],
-        "steps": steps,
-        "max_steps": steps,
-        "logging_steps": 1,
-        "eval_steps": None,
-        "facts": {
-            "initial_train_loss": rounded(losses[0]),
-            "max_train_loss": rounded(max(losses.values())),
-            "max_lr": lr,
-            "step_convention": "Lightning's global_step: the first batch is step 0",
-        },
+        **log_fields(
+            steps,
+            1,
+            {
+                "initial_train_loss": rounded(losses[0]),
+                "max_train_loss": rounded(max(losses.values())),
+                "max_lr": lr,
+                "step_convention": "Lightning's global_step: the first batch is step 0",
+            },
+        ),
     }
 
 
@@ -280,19 +290,18 @@ def full_batch_healthy(_: object) -> dict[str, Any]:
         "must_be_silent": True,
         "pathologies": [],
         "may_also_flag": {},
-        "files": [LOG_FILE],
-        "steps": steps,
-        "max_steps": steps,
-        "logging_steps": 1,
-        "eval_steps": None,
-        "facts": {
-            "initial_train_loss": rounded(losses[0]),
-            "train_loss_at_half": rounded(losses[steps // 2]),
-            "final_train_loss": rounded(losses[steps - 1]),
-            "target_variance": rounded(float(np.var(data[1].astype(np.float64)))),
-            "max_lr": lr,
-            "step_convention": "Lightning's global_step: the first batch is step 0",
-        },
+        **log_fields(
+            steps,
+            1,
+            {
+                "initial_train_loss": rounded(losses[0]),
+                "train_loss_at_half": rounded(losses[steps // 2]),
+                "final_train_loss": rounded(losses[steps - 1]),
+                "target_variance": rounded(float(np.var(data[1].astype(np.float64)))),
+                "max_lr": lr,
+                "step_convention": "Lightning's global_step: the first batch is step 0",
+            },
+        ),
     }
 
 
@@ -386,17 +395,16 @@ def burst_after_startup(_: object) -> dict[str, Any]:
                 "why": "ordinary batch noise at the working level after the burst",
             }
         ],
-        "files": [LOG_FILE],
-        "steps": steps,
-        "max_steps": steps,
-        "logging_steps": 1,
-        "eval_steps": None,
-        "facts": {
-            "initial_train_loss": rounded(losses[0]),
-            "train_loss_steps_0_to_5": [rounded(losses[s]) for s in range(6)],
-            "max_lr": lr,
-            "step_convention": "Lightning's global_step: the first batch is step 0",
-        },
+        **log_fields(
+            steps,
+            1,
+            {
+                "initial_train_loss": rounded(losses[0]),
+                "train_loss_steps_0_to_5": [rounded(losses[s]) for s in range(6)],
+                "max_lr": lr,
+                "step_convention": "Lightning's global_step: the first batch is step 0",
+            },
+        ),
     }
 
 
