@@ -35,7 +35,7 @@ from trainspotter.errors import InputError, TrainspotterError, UnreadableError, 
 from trainspotter.globbing import expand_glob
 from trainspotter.paths import shown_path
 from trainspotter.readers import copy_rank, detect_format, log_root
-from trainspotter.remote import RemoteUnavailable, is_url, mirror
+from trainspotter.remote import RemoteUnavailable, is_url, mirror, shown_url
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -234,7 +234,7 @@ def expand_patterns(
             except RemoteUnavailable:
                 raise  # no URL can be read here: one clear error, not one per pattern
             except InputError as exc:  # this listing failed (credentials, network)
-                collected.failures.append(Problem(pattern, exc.problem, is_pattern=True))
+                collected.failures.append(Problem(exc.path, exc.problem, is_pattern=True))
                 continue
             collected.skipped.extend(skipped)
         elif has_glob(pattern):
@@ -263,7 +263,8 @@ def expand_patterns(
             collected.targets.append(LogTarget(path, display, pattern))
         if not entries and not allow_empty:
             what = "matched no training log" if has_glob(pattern) else "no such file or folder"
-            collected.failures.append(Problem(pattern, what, is_pattern=True))
+            shown = shown_url(pattern) if is_url(pattern) else pattern  # no signature
+            collected.failures.append(Problem(shown, what, is_pattern=True))
     return collected
 
 

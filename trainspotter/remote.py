@@ -29,6 +29,7 @@ own kinds) become the one-line `InputError` naming the URL.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import re
 import shutil
@@ -83,6 +84,18 @@ OVERLAP_BYTES = 1024
 from there on (else it is copied whole: it was rewritten, not appended to)."""
 
 
+BACK_ENDS = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "hf": "huggingface_hub",
+    "http": "aiohttp",
+    "https": "aiohttp",
+}
+"""The package fsspec needs for each scheme the `remote` extra installs a back end for."""
+
+
 class RemoteUnavailable(InputError):
     """URLs cannot be read in this installation at all (fsspec or the scheme's back end is
     not installed, or the scheme is unknown): the same for every URL, so not worth
@@ -109,6 +122,13 @@ def _split(url: str) -> tuple[str, str]:
     return scheme, rest
 
 
+def shown_url(url: str) -> str:
+    """A URL as messages and reports name it: without the query string or fragment of an
+    http(s) URL (a signed URL's signature is a credential)."""
+    scheme, rest = _split(url)
+    return f"{scheme}://{rest}"
+
+
 def _safe_parts(rest: str, url: str) -> list[str]:
     parts = [p for p in rest.split("/") if p]
     if not parts or any(p in (".", "..") for p in parts):
@@ -117,33 +137,71 @@ def _safe_parts(rest: str, url: str) -> list[str]:
 
 
 def filesystem(url: str) -> tuple[Any, str]:
-    """fsspec's file system for `url` and the path in it. InputError naming the extra
-    when fsspec or the scheme's back end is missing, or the scheme is unknown."""
+    """fsspec's file system for `url` and the path in it. RemoteUnavailable naming the
+    extra when fsspec or the scheme's back end is missing, or the scheme is unknown;
+    InputError when the back end cannot be set up (its credentials or settings). Errors
+    name the URL as `shown_url` does."""
+    shown = shown_url(url)
     try:
         import fsspec.core
+        from fsspec import get_filesystem_class
     except ImportError:
         raise RemoteUnavailable(
-            url, f"reading URLs needs the 'remote' extra: {EXTRA_HINT}"
+            shown, f"reading URLs needs the 'remote' extra: {EXTRA_HINT}"
         ) from None
+    scheme = _split(url)[0]
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        get_filesystem_class(scheme)
     except ImportError as exc:
+        package = BACK_ENDS.get(scheme) or f"a package that is not installed ({exc})"
         raise RemoteUnavailable(
-            url, f"this URL scheme needs a package that is not installed ({exc}): {EXTRA_HINT}"
+            shown, f"{scheme}:// URLs need {package}, which is not installed: {EXTRA_HINT}"
         ) from None
     except ValueError as exc:
-        raise RemoteUnavailable(url, f"unsupported URL: {exc}") from None
+        raise RemoteUnavailable(shown, f"unsupported URL: {exc}") from None
+    _quiet_back_ends()
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except Exception as exc:  # e.g. gcsfs reading a token file that is not one
+        raise InputError(shown, _problem(exc, "cannot connect")) from None
     return fs, str(path)
 
 
-def _problem(exc: BaseException) -> str:
-    """One line for a back end's exception (its own kinds: see the module docstring)."""
+BACK_END_LOGGERS = (
+    *("fsspec", "s3fs", "aiobotocore", "botocore", "gcsfs", "google"),
+    *("huggingface_hub", "urllib3"),
+)
+
+
+def _quiet_back_ends() -> None:
+    """The back ends log a failed request, traceback and all, before raising it; with no
+    logging set up, Python prints that to stderr. The raised error is reported in one
+    line, so their records go nowhere unless the program configured logging."""
+    if logging.getLogger().handlers:
+        return
+    for name in BACK_END_LOGGERS:
+        log = logging.getLogger(name)
+        if not log.handlers:
+            log.addHandler(logging.NullHandler())
+
+
+_QUERY = re.compile(r"""(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s?#'"]*)\?[^\s'"]*""")
+_CREDENTIAL_ERRORS = ("credential", "token", "auth", "forbidden", "denied", "unauthori")
+
+
+def _problem(exc: BaseException, failed: str = "cannot read") -> str:
+    """One line for a back end's exception (its own kinds: see the module docstring). A
+    URL's query string (a signature, an access token) is left out of it."""
     if isinstance(exc, FileNotFoundError):
         return "no such file or folder"
     if isinstance(exc, PermissionError):
         return "permission denied (check the credentials in the environment)"
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"cannot read: {type(exc).__name__}: {text[:300]}"
+    kind = type(exc).__name__
+    text = _QUERY.sub(r"\1?...", " ".join(str(exc).split())) or kind
+    hint = ""
+    if failed != "cannot read" or any(w in f"{kind} {text}".lower() for w in _CREDENTIAL_ERRORS):
+        hint = " (check the credentials in the environment)"
+    return f"{failed}: {kind}: {text[:300]}{hint}"
 
 
 @dataclass
@@ -183,13 +241,14 @@ class Mirror:
         """List what `url` (a glob or one object or folder) names and bring the copy up to
         date. InputError naming the URL when the listing or a read fails."""
         scheme, rest = _split(url)
-        parts = _safe_parts(rest, url)
+        shown = f"{scheme}://{rest}"
+        parts = _safe_parts(rest, shown)
         globbed = scheme not in ("http", "https") and bool(_GLOB_CHARS.search(rest))
         fixed = parts
         if globbed:
             first = next(i for i, p in enumerate(parts) if _GLOB_CHARS.search(p))
             if first == 0:
-                raise InputError(url, "a URL pattern must name its bucket or host, not glob it")
+                raise InputError(shown, "a URL pattern must name its bucket or host, not glob it")
             fixed = parts[:first]
         fs, _ = filesystem(url)
         base = self.root / scheme
@@ -202,7 +261,7 @@ class Mirror:
         except InputError:
             raise
         except Exception as exc:  # a back end's own error kinds (module docstring)
-            raise InputError(url, _problem(exc)) from None
+            raise InputError(shown, _problem(exc)) from None
         left = [f"{scheme}://{r}" for r in left_out]
         return Staged(base, pattern, f"{scheme}://", left)
 
@@ -357,4 +416,5 @@ __all__ = [
     "is_url",
     "is_weights",
     "mirror",
+    "shown_url",
 ]

@@ -1,9 +1,11 @@
-"""Fixtures for the remote-log and sweep tests: a real S3 server (moto in server mode, a
-child process on a free loopback port, stopped by its PID) and the environment that
-points the S3 back end at it, as a user's `AWS_*` variables would.
+"""Fixtures for the remote-log and sweep tests: real object stores on loopback ports,
+each a child process stopped by its PID (moto in server mode for S3, gcp-storage-emulator
+for GCS), and the environment that points each back end at its server, as a user's
+variables would.
 
-The servers need the `remote` extra and the dev extra's `moto[server]` (`make test`
-installs both); without them these tests are skipped, saying which extra is missing.
+The servers need the `remote` extra and the dev extra's `moto[server]` and
+`gcp-storage-emulator` (`make test` installs them); without them these tests are skipped,
+saying which extra is missing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from remote_support import Bucket, free_port, start_server, stop
+from remote_support import Bucket, GcsBucket, S3Bucket, free_port, start_server, stop
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +46,64 @@ def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return s3_endpoint
 
 
+# gcsfs's default file system (its "experimental" zonal and hierarchical bucket support,
+# on unless this variable says false when gcsfs is first imported) asks Google's gRPC
+# control-plane API for each bucket's layout; an emulator has no such API, so each call
+# waits out a 30-60 s timeout before falling back to the JSON API that the plain
+# GCSFileSystem uses for an ordinary bucket. The tests use that plain one.
+GCSFS_LAYOUT_PROBE = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
+
+
+@pytest.fixture(scope="session")
+def gcs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gcp-storage-emulator GCS server (in memory) for the session: its endpoint URL."""
+    pytest.importorskip("gcp_storage_emulator", reason="needs gcp-storage-emulator (dev extra)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(GCSFS_LAYOUT_PROBE, "false")
+        gcsfs = pytest.importorskip("gcsfs", reason="needs gcsfs (the 'remote' extra)")
+    if gcsfs.GCSFileSystem is not gcsfs.core.GCSFileSystem:
+        pytest.fail(f"gcsfs was imported before {GCSFS_LAYOUT_PROBE}=false was set")
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable,
+        *("-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port)),
+        *("--in-memory", "--quiet"),
+    ]
+    log = tmp_path_factory.mktemp("gcs") / "gcs.log"
+    process = start_server(command, endpoint + "/storage/v1/b", log)
+    try:
+        yield endpoint
+    finally:
+        stop(process)
+
+
 @pytest.fixture
-def bucket(s3_env: str, request: pytest.FixtureRequest) -> Bucket:
-    """A bucket of this test's own (named from the test's id: 3-63 letters and digits)."""
-    digest = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:16]
-    return Bucket(s3_env, f"t{digest}")
+def gcs_env(gcs_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The emulator where gcsfs looks for one (`STORAGE_EMULATOR_HOST`) and anonymous
+    access (`token='anon'`, as `FSSPEC_GS_TOKEN=anon` sets it when fsspec is imported): no
+    Google credentials are looked for, so nothing leaves the machine."""
+    import fsspec.config
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    monkeypatch.setitem(fsspec.config.conf, "gs", {"token": "anon"})
+    return gcs_endpoint
+
+
+def _bucket_name(request: pytest.FixtureRequest) -> str:
+    """A bucket name of this test's own (from the test's id: 3-63 letters and digits)."""
+    return "t" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:16]
+
+
+@pytest.fixture
+def s3_bucket(s3_env: str, request: pytest.FixtureRequest) -> Bucket:
+    return S3Bucket(s3_env, _bucket_name(request))
+
+
+@pytest.fixture(params=["s3", "gs"])
+def bucket(request: pytest.FixtureRequest) -> Bucket:
+    """A fresh bucket in each store: the test runs once on S3 and once on GCS."""
+    if request.param == "s3":
+        return S3Bucket(request.getfixturevalue("s3_env"), _bucket_name(request))
+    return GcsBucket(request.getfixturevalue("gcs_env"), _bucket_name(request))

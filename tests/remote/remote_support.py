@@ -1,6 +1,7 @@
 """Support for the remote and sweep tests: servers started and stopped by PID, a bucket
-written with boto3, and comparing analyses made two ways (a local log and its remote
-copy, or the processes engine and the Dask engine) by each log's full JSON report.
+written with the store's own client, and comparing analyses made two ways (a local log
+and its remote copy, or the processes engine and the Dask engine) by each log's full JSON
+report.
 
 (Here rather than in conftest.py: `from conftest import ...` can find another folder's
 conftest module.)"""
@@ -84,26 +85,23 @@ def start_server(command: list[str], url: str, log: Path) -> subprocess.Popen[by
 
 
 class Bucket:
-    """One fresh bucket on the test server, written with boto3 (not the code under test)."""
+    """One fresh bucket on a test server, written with the store's own client (not the
+    code under test): boto3 for S3 (`S3Bucket`), google-cloud-storage for GCS
+    (`GcsBucket`)."""
 
-    def __init__(self, endpoint: str, name: str) -> None:
-        import boto3
+    scheme = ""
 
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        )
-        self.client.create_bucket(Bucket=name)
 
     def url(self, key: str) -> str:
-        return f"s3://{self.name}/{key}"
+        return f"{self.scheme}://{self.name}/{key}"
 
     def put(self, key: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.name, Key=key, Body=data)
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        raise NotImplementedError
 
     def put_tree(self, prefix: str, folder: Path) -> list[str]:
         """Upload every file under `folder` to `prefix/<relative path>`."""
@@ -115,5 +113,47 @@ class Bucket:
                 keys.append(key)
         return keys
 
+
+class S3Bucket(Bucket):
+    scheme = "s3"
+
+    def __init__(self, endpoint: str, name: str) -> None:
+        import boto3
+
+        super().__init__(name)
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        self.client.create_bucket(Bucket=name)
+
+    def put(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.name, Key=key, Body=data)
+
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.name, Key=key)
+
+
+class GcsBucket(Bucket):
+    scheme = "gs"
+
+    def __init__(self, endpoint: str, name: str) -> None:
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+
+        super().__init__(name)
+        client = storage.Client(
+            project="test",
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": endpoint},
+        )
+        self.bucket = client.create_bucket(name)
+
+    def put(self, key: str, data: bytes) -> None:
+        self.bucket.blob(key).upload_from_string(data)
+
+    def delete(self, key: str) -> None:
+        self.bucket.blob(key).delete()

@@ -80,6 +80,36 @@ def test_without_fsspec_a_url_is_one_line_naming_the_extra(
 
 
 @pytest.mark.parametrize(
+    ("url", "package"),
+    [
+        ("s3://bucket/run/metrics.csv", "s3fs"),
+        ("gs://bucket/run/metrics.csv", "gcsfs"),
+        ("hf://datasets/org/repo/metrics.csv", "huggingface_hub"),
+        ("https://example.invalid/metrics.csv", "aiohttp"),
+    ],
+)
+def test_without_the_scheme_s_back_end_a_url_is_one_line_naming_the_extra(
+    url: str, package: str, tmp_path: Path
+) -> None:
+    """fsspec installed, the scheme's package not: in a fresh process (fsspec keeps a back
+    end's class once it was imported), with the package made unimportable."""
+    pytest.importorskip("fsspec", reason="needs fsspec (the 'remote' extra)")
+    probe = (
+        f"import sys; sys.modules[{package!r}] = None; from trainspotter.cli import main; "
+        f"sys.exit(main(['analyze', {url!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    scheme = url.split(":")[0]
+    assert done.stderr == (
+        f"trainspotter: error: {url}: {scheme}:// URLs need {package}, which is not "
+        "installed: pip install 'trainspotter[remote]'\n"
+    )
+
+
+@pytest.mark.parametrize(
     ("url", "problem"),
     [
         ("nosuchscheme://host/x.csv", "unsupported URL: Protocol not known: nosuchscheme"),

@@ -1,14 +1,18 @@
-"""`analyze`, `gate` and `watch` on logs in a real S3 server (moto in server mode, started
-by conftest.py), compared with the same commands on the same files on disk."""
+"""`analyze`, `gate` and `watch` on logs in real object stores on this machine (S3: moto in
+server mode; GCS: gcp-storage-emulator; both started by conftest.py), each test once per
+store, compared with the same commands on the same files on disk."""
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from remote_support import Bucket, reports_by_path
+from remote_support import Bucket, GcsBucket, reports_by_path
 
 from trainspotter.batch import analyze_paths
 from trainspotter.cli import main
@@ -69,7 +73,7 @@ def test_gate_sweeps_a_glob_over_a_bucket_as_over_the_same_folder(
 ) -> None:
     tree = _sweep_tree(tmp_path / "local")
     bucket.put_tree("exp", tree)
-    prefix = f"s3://{bucket.name}/exp/"
+    prefix = bucket.url("exp/")
 
     remote = run_gate(
         GateOptions(patterns=(prefix + "runs/**",), base=tmp_path, jobs=1),
@@ -93,7 +97,7 @@ def test_gate_sweeps_a_glob_over_a_bucket_as_over_the_same_folder(
     ) == sorted((s.display, s.reason) for s in remote.skipped)
     assert prefix + "runs/notes.bin" in [s.display for s in remote.skipped]
     # The weights under a matched folder were never copied out of the bucket.
-    staged = mirror().root / "s3" / bucket.name / "exp/runs/hf/output/checkpoint-400"
+    staged = mirror().root / bucket.scheme / bucket.name / "exp/runs/hf/output/checkpoint-400"
     assert (staged / "trainer_state.json").is_file()
     assert not (staged / "model.safetensors").exists()
 
@@ -162,7 +166,7 @@ def test_watch_drops_a_log_deleted_from_the_bucket(bucket: Bucket) -> None:
     assert [t.display for t in watcher._targets()] == [bucket.url("a/metrics.csv")]
 
 
-def test_a_missing_object_is_the_one_line_error(
+def test_a_missing_object_or_bucket_is_the_one_line_error(
     bucket: Bucket, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = bucket.url("no/such/trainer_state.json")
@@ -170,10 +174,73 @@ def test_a_missing_object_is_the_one_line_error(
     assert capsys.readouterr().err == f"trainspotter: error: {url}: no such file or folder\n"
     assert main(["analyze", bucket.url("no/*.csv")]) == 2
     assert capsys.readouterr().err.endswith(": matched no training log\n")
+    no_bucket = f"{bucket.scheme}://{bucket.name}-missing/runs/metrics.csv"
+    assert main(["analyze", no_bucket]) == 2
+    assert capsys.readouterr().err == f"trainspotter: error: {no_bucket}: no such file or folder\n"
+    assert main(["watch", no_bucket, "--interval", "0.01", "--idle-exit", "0"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own: a user's environment, and no file system object
+    fsspec cached for an earlier test (with the credentials it found then)."""
+    command = [sys.executable, "-m", "trainspotter", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _environment_without(*prefixes: str) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+
+
+def test_s3_without_credentials_is_the_one_line_error(s3_bucket: Bucket, tmp_path: Path) -> None:
+    s3_bucket.put("run/metrics.csv", (EXAMPLES / "healthy/metrics.csv").read_bytes())
+    env = _environment_without("AWS_")
+    env.update(
+        AWS_ENDPOINT_URL_S3=os.environ["AWS_ENDPOINT_URL_S3"],
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "no-credentials"),
+        AWS_CONFIG_FILE=str(tmp_path / "no-config"),
+        AWS_EC2_METADATA_DISABLED="true",  # botocore would ask the instance metadata address
+    )
+    url = s3_bucket.url("run/metrics.csv")
+    done = _cli(["analyze", url], env)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"trainspotter: error: {url}: cannot read: NoCredentialsError: Unable to locate "
+        "credentials (check the credentials in the environment)\n"
+    )
+    report = tmp_path / "report"
+    done = _cli(["gate", s3_bucket.url("*/*.csv"), "--report-dir", str(report)], env)
+    assert done.returncode == 2
+    assert "NoCredentialsError" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_gcs_credentials_from_the_environment(gcs_env: str, tmp_path: Path) -> None:
+    """As a user sets them: `FSSPEC_GS_TOKEN` (fsspec's variable for gcsfs's `token`):
+    `anon` reads the emulator's bucket; a token file that is not one is a one-line error."""
+    bucket = GcsBucket(gcs_env, "credentials")
+    local = EXAMPLES / "healthy/metrics.csv"
+    bucket.put("run/metrics.csv", local.read_bytes())
+    url = bucket.url("run/metrics.csv")
+    env = _environment_without("FSSPEC_", "GOOGLE_", "CLOUDSDK_")
+    env.update(GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT="false", FSSPEC_GS_TOKEN="anon")
+    report = tmp_path / "r.json"
+    done = _cli(["analyze", url, "--output", "json", "--out", str(report)], env)
+    assert done.returncode == main(["analyze", str(local)]), done.stderr
+    assert f'"source_path": "{url}"' in report.read_text()
+    bad_token = tmp_path / "key.json"
+    bad_token.write_text("not a key\n")
+    env.update(FSSPEC_GS_TOKEN=str(bad_token))
+    done = _cli(["analyze", url], env)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"trainspotter: error: {url}: cannot connect: JSONDecodeError: ")
+    assert done.stderr.endswith(" (check the credentials in the environment)\n")
+    assert done.stderr.count("\n") == 1
 
 
 def test_the_gate_reports_a_failed_listing_and_checks_the_other_logs(
-    bucket: Bucket, tmp_path: Path
+    s3_bucket: Bucket, tmp_path: Path
 ) -> None:
     _copy(EXAMPLES / "healthy/metrics.csv", tmp_path / "metrics.csv")
     url = "s3://Not_A_Bucket!/runs/*.csv"  # the S3 client refuses the name
