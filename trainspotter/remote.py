@@ -192,11 +192,14 @@ _CREDENTIAL_ERRORS = ("credential", "token", "auth", "forbidden", "denied", "una
 def _problem(exc: BaseException, failed: str = "cannot read") -> str:
     """One line for a back end's exception (its own kinds: see the module docstring). A
     URL's query string (a signature, an access token) is left out of it."""
-    if isinstance(exc, FileNotFoundError):
+    kind = type(exc).__name__
+    # huggingface_hub's RepositoryNotFoundError, EntryNotFoundError...: not all of them
+    # become FileNotFoundError in its file system. The Hub answers a private repository
+    # it will not show as a missing one.
+    if isinstance(exc, FileNotFoundError) or kind.endswith("NotFoundError"):
         return "no such file or folder"
     if isinstance(exc, PermissionError):
         return "permission denied (check the credentials in the environment)"
-    kind = type(exc).__name__
     text = _QUERY.sub(r"\1?...", " ".join(str(exc).split())) or kind
     hint = ""
     if failed != "cannot read" or any(w in f"{kind} {text}".lower() for w in _CREDENTIAL_ERRORS):

@@ -1,11 +1,11 @@
-"""Fixtures for the remote-log and sweep tests: real object stores on loopback ports,
-each a child process stopped by its PID (moto in server mode for S3, gcp-storage-emulator
-for GCS), and the environment that points each back end at its server, as a user's
-variables would.
+"""Fixtures for the remote-log and sweep tests: real stores on loopback ports, each a
+child process stopped by its PID (moto in server mode for S3, gcp-storage-emulator for
+GCS, the olah Hugging Face Hub mirror serving local git repositories for hf://), and the
+environment that points each back end at its server, as a user's variables would.
 
-The servers need the `remote` extra and the dev extra's `moto[server]` and
-`gcp-storage-emulator` (`make test` installs them); without them these tests are skipped,
-saying which extra is missing.
+The servers need the `remote` extra and the dev extra's `moto[server]`,
+`gcp-storage-emulator` and `olah` (`make test` installs them); without them these tests
+are skipped, saying which extra is missing.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from remote_support import Bucket, GcsBucket, S3Bucket, free_port, start_server, stop
+from remote_support import Bucket, GcsBucket, HfRepo, S3Bucket, free_port, start_server, stop
 
 
 @pytest.fixture(scope="session")
@@ -91,6 +92,52 @@ def gcs_env(gcs_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return gcs_endpoint
 
 
+@pytest.fixture(scope="session")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """An olah Hub mirror for the session, offline (its upstream is a closed loopback
+    port, never the Hub): its endpoint URL and the folder of git repositories it serves
+    as `<type>/<org>/<repo>`."""
+    pytest.importorskip("olah", reason="needs olah (the dev extra)")
+    pytest.importorskip("huggingface_hub", reason="needs huggingface_hub (the 'remote' extra)")
+    folder = tmp_path_factory.mktemp("hub")
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    config = folder / "olah.toml"
+    config.write_text(
+        "[basic]\n"
+        f'host = "127.0.0.1"\nport = {port}\n'
+        f'mirror-netloc = "127.0.0.1:{port}"\nmirror-lfs-netloc = "127.0.0.1:{port}"\n'
+        'hf-scheme = "http"\nhf-netloc = "127.0.0.1:9"\nhf-lfs-netloc = "127.0.0.1:9"\n'
+        f'repos-path = "{folder / "cache"}"\nmirrors-path = ["{folder / "mirrors"}"]\n'
+        "[accessibility]\noffline = true\n"
+    )
+    command = [
+        sys.executable,
+        *("-m", "olah.server", "--config", str(config), "--log-path", str(folder / "logs")),
+    ]
+    process = start_server(command, endpoint + "/api/whoami-v2", folder / "olah.log")
+    try:
+        yield endpoint, folder / "mirrors"
+    finally:
+        stop(process)
+
+
+@pytest.fixture
+def hub_env(hub: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """huggingface_hub pointed at the mirror (`HF_ENDPOINT`; in this process also fsspec's
+    `endpoint` for `hf`, as huggingface_hub reads the variable once, when imported), with
+    no token. The folder its repositories are made in."""
+    import fsspec.config
+
+    endpoint, mirrors = hub
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    for name in ("HF_TOKEN", "HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setitem(fsspec.config.conf, "hf", {"endpoint": endpoint, "token": False})
+    return mirrors
+
+
 def _bucket_name(request: pytest.FixtureRequest) -> str:
     """A bucket name of this test's own (from the test's id: 3-63 letters and digits)."""
     return "t" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:16]
@@ -101,9 +148,11 @@ def s3_bucket(s3_env: str, request: pytest.FixtureRequest) -> Bucket:
     return S3Bucket(s3_env, _bucket_name(request))
 
 
-@pytest.fixture(params=["s3", "gs"])
+@pytest.fixture(params=["s3", "gs", "hf"])
 def bucket(request: pytest.FixtureRequest) -> Bucket:
-    """A fresh bucket in each store: the test runs once on S3 and once on GCS."""
+    """A fresh bucket in each store: the test runs on S3, on GCS and on a Hub repository."""
     if request.param == "s3":
         return S3Bucket(request.getfixturevalue("s3_env"), _bucket_name(request))
-    return GcsBucket(request.getfixturevalue("gcs_env"), _bucket_name(request))
+    if request.param == "gs":
+        return GcsBucket(request.getfixturevalue("gcs_env"), _bucket_name(request))
+    return HfRepo(request.getfixturevalue("hub_env"), _bucket_name(request))

@@ -90,6 +90,8 @@ class Bucket:
     (`GcsBucket`)."""
 
     scheme = ""
+    serves_ranges = True
+    """Whether a range read gets just those bytes (else the server sends the whole object)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -157,3 +159,35 @@ class GcsBucket(Bucket):
 
     def delete(self, key: str) -> None:
         self.bucket.blob(key).delete()
+
+
+class HfRepo(Bucket):
+    """A dataset repository on a local Hugging Face Hub mirror (olah), held as the git
+    repository it serves: each put or delete is a commit, as a push to the Hub is. Named
+    with its revision (`@main`): olah answers the revision-less repository lookup from the
+    upstream Hub only, which these tests never reach."""
+
+    scheme = "hf"
+    serves_ranges = False  # olah sends a local repository's file whole, whatever the Range
+
+    def __init__(self, mirrors: Path, repo: str) -> None:
+        super().__init__(f"datasets/org/{repo}@main")
+        self.folder = mirrors / "datasets" / "org" / repo
+        self.folder.mkdir(parents=True)
+        self._git("init", "--quiet", "--initial-branch=main")
+        self._git("commit", "--quiet", "--allow-empty", "--message=created")
+
+    def _git(self, *args: str) -> None:
+        identity = ("-c", "user.name=test", "-c", "user.email=test@localhost")
+        subprocess.run(["git", *identity, *args], cwd=self.folder, check=True)
+
+    def put(self, key: str, data: bytes) -> None:
+        target = self.folder / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self._git("add", "--", key)
+        self._git("commit", "--quiet", f"--message=put {key}")
+
+    def delete(self, key: str) -> None:
+        self._git("rm", "--quiet", "--", key)
+        self._git("commit", "--quiet", f"--message=delete {key}")
