@@ -11,7 +11,8 @@ reading and checking each log, the same for a copy. The gate writes only its JSO
 
 Each case runs in a fresh process (`run_all.run_child`): wall seconds, CPU seconds of the
 gate and every process it waited for (its pool's or the Dask cluster's workers), peak RSS
-of the largest. The machine is shared; CPU seconds vary less than wall time under load.
+of the largest, and the 1-minute load average before and after (the machine is shared;
+CPU seconds vary less than wall time under load).
 """
 
 from __future__ import annotations
@@ -67,16 +68,22 @@ def main() -> int:
                 *("--report-dir", f"report-{len(rows)}"),
                 *options,
             ]
+            load_before = os.getloadavg()[0]
             result = run_child(command, cwd=folder)
-            rows.append((label, result))
-            print(f"  {label}: {result}", file=sys.stderr)
+            load = (load_before, os.getloadavg()[0])
+            rows.append((label, result, load))
+            print(f"  {label}: {result}, load average {load}", file=sys.stderr, flush=True)
     print(f"## gate over {args.logs:,} logs (copies of the example runs' logs)\n")
-    print("| engine | wall s | CPU s (all processes) | logs/s (wall) | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|")
-    for label, result in rows:
+    print(
+        "| engine | wall s | CPU s (all processes) | CPU ms per log | logs/s (wall) "
+        "| peak RSS MB | load average before, after |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, result, load in rows:
         print(
             f"| `{label}` | {result['wall']:.1f} | {result['cpu']:.1f} | "
-            f"{args.logs / result['wall']:.0f} | {result['rss']:.0f} |"
+            f"{1000 * result['cpu'] / args.logs:.0f} | {args.logs / result['wall']:.0f} | "
+            f"{result['rss']:.0f} | {load[0]:.1f}, {load[1]:.1f} |"
         )
     return 0
 
