@@ -22,8 +22,11 @@ fsspec, and the back end of each scheme (s3fs, gcsfs, huggingface_hub, aiohttp),
 optional `remote` extra; they are imported only when a URL is given, so the CLI starts as
 fast without them. Credentials come from where each back end looks (for S3: the
 `AWS_*` variables, `~/.aws`, an instance role; `AWS_ENDPOINT_URL_S3` names another
-server). Back-end errors (botocore, aiohttp, google-auth, huggingface_hub each raise their
-own kinds) become the one-line `InputError` naming the URL.
+server; for GCS: Google's default credentials, or fsspec's `FSSPEC_GS_TOKEN`; for the
+Hub: `HF_TOKEN`, `HF_ENDPOINT`). Back-end errors (botocore, aiohttp, google-auth,
+huggingface_hub each raise their own kinds), when a file system is set up or when it
+lists or reads, become the one-line `InputError` naming the URL without its query string;
+the tracebacks the back ends log on the way are kept off stderr (`_quiet_back_ends`).
 """
 
 from __future__ import annotations
