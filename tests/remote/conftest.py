@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from remote_support import Bucket, GcsBucket, HfRepo, S3Bucket, free_port, start_server, stop
+from remote_support import Bucket, GcsBucket, HfRepo, S3Bucket, serving
 
 
 @pytest.fixture(scope="session")
@@ -24,15 +24,12 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A moto S3 server for the session: its endpoint URL."""
     pytest.importorskip("moto.server", reason="needs moto[server] (the dev extra)")
     pytest.importorskip("s3fs", reason="needs s3fs (the 'remote' extra)")
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    process = start_server(command, endpoint + "/", log)
-    try:
+
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+
+    with serving(command, "/", tmp_path_factory.mktemp("moto")) as endpoint:
         yield endpoint
-    finally:
-        stop(process)
 
 
 @pytest.fixture
@@ -64,19 +61,16 @@ def gcs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         gcsfs = pytest.importorskip("gcsfs", reason="needs gcsfs (the 'remote' extra)")
     if gcsfs.GCSFileSystem is not gcsfs.core.GCSFileSystem:
         pytest.fail(f"gcsfs was imported before {GCSFS_LAYOUT_PROBE}=false was set")
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    command = [
-        sys.executable,
-        *("-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port)),
-        *("--in-memory", "--quiet"),
-    ]
-    log = tmp_path_factory.mktemp("gcs") / "gcs.log"
-    process = start_server(command, endpoint + "/storage/v1/b", log)
-    try:
+
+    def command(port: int) -> list[str]:
+        return [
+            sys.executable,
+            *("-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port)),
+            *("--in-memory", "--quiet"),
+        ]
+
+    with serving(command, "/storage/v1/b", tmp_path_factory.mktemp("gcs")) as endpoint:
         yield endpoint
-    finally:
-        stop(process)
 
 
 @pytest.fixture
@@ -100,26 +94,22 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     pytest.importorskip("olah", reason="needs olah (the dev extra)")
     pytest.importorskip("huggingface_hub", reason="needs huggingface_hub (the 'remote' extra)")
     folder = tmp_path_factory.mktemp("hub")
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
     config = folder / "olah.toml"
-    config.write_text(
-        "[basic]\n"
-        f'host = "127.0.0.1"\nport = {port}\n'
-        f'mirror-netloc = "127.0.0.1:{port}"\nmirror-lfs-netloc = "127.0.0.1:{port}"\n'
-        'hf-scheme = "http"\nhf-netloc = "127.0.0.1:9"\nhf-lfs-netloc = "127.0.0.1:9"\n'
-        f'repos-path = "{folder / "cache"}"\nmirrors-path = ["{folder / "mirrors"}"]\n'
-        "[accessibility]\noffline = true\n"
-    )
-    command = [
-        sys.executable,
-        *("-m", "olah.server", "--config", str(config), "--log-path", str(folder / "logs")),
-    ]
-    process = start_server(command, endpoint + "/api/whoami-v2", folder / "olah.log")
-    try:
+
+    def command(port: int) -> list[str]:
+        config.write_text(
+            "[basic]\n"
+            f'host = "127.0.0.1"\nport = {port}\n'
+            f'mirror-netloc = "127.0.0.1:{port}"\nmirror-lfs-netloc = "127.0.0.1:{port}"\n'
+            'hf-scheme = "http"\nhf-netloc = "127.0.0.1:9"\nhf-lfs-netloc = "127.0.0.1:9"\n'
+            f'repos-path = "{folder / "cache"}"\nmirrors-path = ["{folder / "mirrors"}"]\n'
+            "[accessibility]\noffline = true\n"
+        )
+        logs = str(folder / "logs")
+        return [sys.executable, "-m", "olah.server", "--config", str(config), "--log-path", logs]
+
+    with serving(command, "/api/whoami-v2", folder) as endpoint:
         yield endpoint, folder / "mirrors"
-    finally:
-        stop(process)
 
 
 @pytest.fixture

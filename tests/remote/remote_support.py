@@ -8,6 +8,7 @@ conftest module.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,20 @@ def start_server(command: list[str], url: str, log: Path) -> subprocess.Popen[by
         stop(process)
         raise
     return process
+
+
+@contextlib.contextmanager
+def serving(command: Callable[[int], list[str]], probe: str, folder: Path) -> Iterator[str]:
+    """A server on a free loopback port (`command(port)` starts it), answering at
+    `probe`, its output in `folder/server.log`: its endpoint URL while the block runs,
+    then stopped by its PID."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    process = start_server(command(port), endpoint + probe, folder / "server.log")
+    try:
+        yield endpoint
+    finally:
+        stop(process)
 
 
 class Bucket:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from remote_support import free_port, reports_by_path, start_server, stop
+from remote_support import reports_by_path, serving
 
 from trainspotter.batch import analyze_paths
 from trainspotter.cli import main
@@ -25,17 +25,15 @@ def web_root(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     pytest.importorskip("aiohttp", reason="needs aiohttp (the 'remote' extra)")
     folder = tmp_path / "site"
     folder.mkdir()
-    port = free_port()
-    command = [
-        sys.executable,
-        *("-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)),
-    ]
-    base = f"http://127.0.0.1:{port}"
-    process = start_server(command, base + "/", tmp_path / "http.log")
-    try:
+
+    def command(port: int) -> list[str]:
+        return [
+            sys.executable,
+            *("-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)),
+        ]
+
+    with serving(command, "/", tmp_path) as base:
         yield base, folder
-    finally:
-        stop(process)
 
 
 def test_an_http_log_is_read_and_named_without_its_query_string(
