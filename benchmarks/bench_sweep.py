@@ -3,11 +3,12 @@
 Run by `make bench`, or `python benchmarks/bench_sweep.py [--logs N]`.
 
 The logs: the real example runs' logs (examples/*/metrics.csv, the Lightning CSVLogger
-files, and examples/*/trainer_state.json, the Hugging Face Trainer's), 36 files of 10-245
-kB, each linked (a hard link: the same bytes, no disk used) into `run<N>/` of a temporary
-folder in turn until there are N runs. They are copies, not new runs: a sweep's cost is
-reading and checking each log, the same for a copy. The gate writes only its JSON report
-(`--outputs json`): one HTML page per log would measure the HTML report, not the sweep.
+files, and examples/*/trainer_state.json, the Hugging Face Trainer's; 42 files of 6-245 kB
+when this was written), each linked (a hard link: the same bytes, no disk used) into
+`run<N>/` of a temporary folder in turn until there are N runs. They are copies, not new
+runs: a sweep's cost is reading and checking each log, the same for a copy. The gate
+writes only its JSON report (`--outputs json`): one HTML page per log would measure the
+HTML report, not the sweep.
 
 Each case runs in a fresh process (`run_all.run_child`): wall seconds, CPU seconds of the
 gate and every process it waited for (its pool's or the Dask cluster's workers), peak RSS
@@ -61,6 +62,7 @@ def main() -> int:
         folder = Path(tmp)
         size = make_sweep(folder / "logs", args.logs)
         print(f"sweep: {args.logs:,} logs, {size / 1e6:.0f} MB, in {folder}", file=sys.stderr)
+        print(f"load average (1, 5, 15 min) at the start: {os.getloadavg()}", file=sys.stderr)
         for label, options in CASES.items():
             command = [
                 sys.executable,
