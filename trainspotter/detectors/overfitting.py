@@ -1,16 +1,28 @@
-"""overfitting: an eval loss rising from its minimum while the train loss keeps falling."""
+"""overfitting: an eval loss rising from its minimum while the train loss keeps falling, or
+ending well above its best evaluation whatever the train loss did."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from trainspotter import names
-from trainspotter.detectors import idioms, stats
+from trainspotter.detectors import stats
 from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
-from trainspotter.detectors.eval_noise import higher_is_better, is_quality_metric
+from trainspotter.detectors.eval_rise import (
+    SustainedRise,
+    TrainTrend,
+    curve_noise,
+    keep_best_fix,
+    other_best,
+    smoothing_width,
+    sustained_rise,
+    train_clause,
+    train_trend,
+)
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "overfitting"
@@ -41,6 +53,12 @@ class OverfittingParams:
     large_rise: float = 0.5
     """A rise of at least this fraction of the minimum is reported whatever the train loss
     did (or without one): the run ends on a much worse model than its best."""
+    sustained_rise: float = 0.2
+    """The run's last evaluations sit at least this fraction above its best evaluation (and
+    beyond the noise, see `sustained_evals`): reported whatever the train loss did."""
+    sustained_evals: int = 3
+    """Evaluations after the best that the sustained rise needs; each of the last this many
+    must sit at least half the rise above the best (one bad evaluation is not a rise)."""
 
 
 class OverfittingDetector:
@@ -52,10 +70,13 @@ class OverfittingDetector:
     combination is the textbook signature of overfitting. An eval loss that rose by
     `large_rise` (50%) or more above its minimum is reported whatever the train loss did
     (or without one), titled as a rise, not as overfitting: the run ends on a much worse
-    model than its best. The fix names the best checkpoint (the step of the lowest logged
-    eval value) in the words of the log's framework (transformers, Lightning, Keras), and
-    when another logged eval metric (accuracy, F1, WER, ...) is best at a different step,
-    the message and the fix name both. Severity: warning.
+    model than its best. So is an eval loss whose last evaluations all stay well above its
+    best evaluation (step 5: `sustained_rise`, 20%, beyond the noise of a best-of-n pick),
+    titled "overfitting" when the train loss kept falling and "degrading while train/loss
+    is flat" (or "rises", or "not logged") otherwise. The fix names the best checkpoint
+    (the step of the lowest logged eval value) in the words of the log's framework
+    (transformers, Lightning, Keras), and when another logged eval metric (accuracy, F1,
+    WER, ...) is best at a different step, the message and the fix name both. Severity: warning.
 
     **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
@@ -86,6 +107,23 @@ class OverfittingDetector:
        words agree. Otherwise (or without `train/loss`) only a rise of `large_rise` (50%)
        is reported, as "did not keep falling": a moderate eval rise together with a rising
        train loss is divergence, not overfitting.
+    5. Otherwise, with `min_eval_points` or more evaluations, the sustained rise
+       (`eval_rise.sustained_rise`), whatever the train loss did. Baselines: the lowest raw
+       evaluation (a best evaluation at the very start, before the eval got worse, is
+       invisible to a centred rolling median) and the smoothed minimum of step 1, each
+       tested on its own. End level: the median of the later half of the evaluations after
+       the baseline (at least `sustained_evals` = 3). It is reported when (a) the rise is
+       `sustained_rise` (20%) of the baseline's level; (b) it exceeds what a flat noisy
+       curve gives at 95%: the baseline is the least of n values, so it sits up to
+       Phi^-1(1 - 0.05 / n) sigma below the level (Bonferroni: 2.8 sigma for 20
+       evaluations, 3.8 for 700; x 1.2533 / sqrt(width) for a rolling median), and the
+       median of the m recent values up to 1.645 x 1.2533 / sqrt(m) sigma above it; sigma
+       as in step 2; (c) it persists: each of the last `sustained_evals` evaluations lies
+       half the rise or more above the baseline (one bad last evaluation is not a rise).
+       The message names what the train loss did: kept falling (then the title says
+       overfitting), rose (its later half's median 10% over its earlier half's), or is
+       flat (no significant downward trend; the half medians and the Mann-Kendall p are
+       quoted, since a noisy train loss can end a little lower without falling).
 
     Minimum sample: `min_eval_points` = 4 evaluations with at least
     `min_points_after_min` = 2 after the minimum, and 3 train-loss points over that range.
@@ -102,6 +140,12 @@ class OverfittingDetector:
     epoch-to-epoch eval jitter of a converged model is a few percent, so a quarter more,
     still growing, is not jitter. 50% whatever the train loss does: a model half again
     worse than its best checkpoint is worth a warning whatever the cause.
+    Sustained rise: 20% (four times the 5% floor of overfitting) because without a falling
+    train loss there is no second signal that the model changed, and a fine-tune's eval
+    loss often settles 5-15% above an early minimum without the model getting worse at its
+    task; a fifth worse than the best checkpoint is worth loading the best one. The
+    Bonferroni bound makes the noise test stricter the more evaluations there are to pick
+    a lucky best from; three last evaluations because two can both be unlucky by chance.
 
     **False-positive modes.** A converged run whose eval loss drifts up a few percent while the
     train loss keeps falling (mild overfitting: reported once it passes 5% and 3 sigma,
@@ -115,6 +159,17 @@ class OverfittingDetector:
     minimum (a data or label change) and is still coming down at the end is not "kept
     falling" (step 4), so a moderate eval rise then stays silent; the eval rise shows as
     a spike or divergence of the train loss instead.
+    The sustained rise (step 5): a fine-tune whose eval loss settles slightly above an early
+    lucky minimum stays silent below 20% or within the noise bound (an eval loss 15% above
+    its minimum while WER keeps improving is not reported); a noisy eval set whose best is
+    a lucky draw needs a rise of 3-4 noise sigmas, so a very noisy eval set can hide a
+    real rise (eval_noise reports the noise instead); short runs: below 4 evaluations, or
+    with fewer than 3 after the best, it is not judged; eval curves that wander slowly
+    (autocorrelated noise) have more level uncertainty than point-to-point noise shows,
+    which the 20% floor covers. It reads loss-like metrics only (lower is better): a WER
+    or accuracy going the wrong way is not judged here, but the message names the step
+    where another logged quality metric (WER, accuracy, F1) was best, in its own
+    direction, since an eval loss can rise while the task metric still improves.
 
     **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
@@ -178,7 +233,7 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
     n = int(y.size)
     # Below 7 points a 3-point median mostly averages the two edge points: use the raw
     # values, and let the rise, noise and consistency checks carry the caution.
-    width = stats.window_points(n, params.smoothing_fraction, 3, 51) | 1 if n >= 7 else 1
+    width = smoothing_width(n, params.smoothing_fraction)
     smooth = stats.rolling_median(y, width, center=True)
     k = int(np.argmin(smooth))
     after = y[k + 1 :]
@@ -186,11 +241,9 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
         return None
     min_level = float(smooth[k])
     level = abs(min_level) if min_level != 0 else stats.level_scale(y)
-    # Two estimates of one eval noise over the whole curve, each inflatable only: first
-    # differences by a steep early descent, second differences by sharp bends. The smaller
-    # is the better one. (An estimate from the few evaluations after the minimum alone
-    # comes out small by chance too often: a noisy eval set then reads as a rise.)
-    sigma = min(stats.noise_scale(y), stats.second_difference_sigma(y))
+    # (A noise estimate from the few evaluations after the minimum alone comes out small
+    # by chance too often: a noisy eval set then reads as a rise.)
+    sigma = curve_noise(y)
     rising_every_time = bool(np.all(np.diff(y[k:]) > 0))
     if n < params.min_eval_points:
         # Few evaluations: only a large effect, still growing at the last evaluation.
@@ -217,109 +270,45 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
     return _Rise(k, width, min_level, end_level, sigma, level, int(after.size), few=False)
 
 
-def _raw_at(series: Series, step: float) -> tuple[int, float] | None:
-    """The last finite (step, value) of `series` at or before `step` (the first one when
-    none is before it)."""
-    x, y = stats.finite_xy(series.steps, series.values)
-    if y.size == 0:
-        return None
-    i = max(int(np.searchsorted(x, step, side="right")) - 1, 0)
-    return int(x[i]), float(y[i])
-
-
-@dataclass(frozen=True)
-class _TrainLevel:
-    """The train loss's level over one evaluation interval, and how to quote it."""
-
-    value: float
-    text: str
-
-
-def _train_level(series: Series, after_step: float, upto_step: float) -> _TrainLevel | None:
-    """The train loss over the evaluation interval (after_step, upto_step]: the raw value
-    when one point was logged there, the median of the points when several, the last raw
-    value at or before `upto_step` when none."""
-    x, y = stats.finite_xy(series.steps, series.values)
-    inside = (x > after_step) & (x <= upto_step)
-    if int(inside.sum()) == 1 or not inside.any():
-        raw = _raw_at(series, upto_step)
-        return None if raw is None else _TrainLevel(raw[1], f"{raw[1]:.4g} at step {raw[0]}")
-    xs, ys = x[inside], y[inside]
-    value = float(np.median(ys))
-    text = f"median {value:.4g} of the {ys.size} logged in steps {int(xs[0])}-{int(xs[-1])}"
-    return _TrainLevel(value, text)
-
-
-def _other_best(run: Run, metric: str, best_step: int) -> tuple[str, int, float] | None:
-    """Another logged eval quality metric (accuracy, F1, WER, ...) whose best evaluation is
-    at a different step than the eval loss's: (name, step, value)."""
-    for other in sorted(run.metrics):
-        if other == metric or not is_quality_metric(other) or names.is_loss_like(other):
-            continue
-        higher = higher_is_better(other)
-        x, y = stats.finite_xy(run.metrics[other].steps, run.metrics[other].values)
-        if higher is None or y.size < 2:
-            continue
-        i = int(np.argmax(y) if higher else np.argmin(y))
-        if int(x[i]) != best_step:
-            return other, int(x[i]), float(y[i])
-    return None
-
-
-def _keep_best_fix(run: Run, metric: str, step: int, value: float) -> str:
-    """Keep the best checkpoint, in the words of the log's framework."""
-    head = f"Load the checkpoint at step {step} (best {metric} {value:.4g}), or keep the best "
-    used = idioms.framework(run)
-    if used == "transformers":
-        how = "automatically (transformers: load_best_model_at_end=True with metric_for_best_model)"
-    elif used == "lightning":
-        how = "automatically (Lightning: ModelCheckpoint(monitor=..., mode='min', save_top_k=1))"
-    elif used == "keras":
-        how = (
-            "automatically (Keras: ModelCheckpoint(save_best_only=True) or "
-            "EarlyStopping(restore_best_weights=True))"
-        )
-    else:
-        how = "checkpoint automatically (save whenever the monitored eval metric improves)"
-    return head + how
-
-
 def _check(
     run: Run, metric: str, train: Series | None, params: OverfittingParams
 ) -> Finding | None:
-    """The finding for one eval loss: overfitting (rising while the train loss falls), or a
-    large rise whatever the train loss did; None otherwise."""
+    """The finding for one eval loss: overfitting (rising while the train loss falls), a
+    large rise whatever the train loss did, or a sustained rise above its best evaluation
+    whatever the train loss did; None otherwise."""
     x, y = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
     if y.size < 3:
         return None
     shape = _rise(x, y, params)
-    if shape is None:
-        return None
+    if shape is not None:
+        trend = train_trend(train, x, shape.k, params.trend_alpha)
+        large = shape.level > 0 and shape.rise >= params.large_rise * shape.level
+        if trend.falls or large:
+            return _rise_finding(run, metric, x, y, shape, trend)
+    if y.size >= params.min_eval_points:
+        sustained = sustained_rise(
+            y,
+            fraction=params.sustained_rise,
+            evals=params.sustained_evals,
+            alpha=params.trend_alpha,
+            smoothing_fraction=params.smoothing_fraction,
+        )
+        if sustained is not None:
+            trend = train_trend(train, x, sustained.k, params.trend_alpha)
+            return _sustained_finding(run, metric, x, y, sustained, trend)
+    return None
+
+
+def _rise_finding(
+    run: Run,
+    metric: str,
+    x: FloatArray,
+    y: FloatArray,
+    shape: _Rise,
+    trend: TrainTrend,
+) -> Finding:
+    """The finding of a rise from the smoothed minimum (`_rise`)."""
     k = shape.k
-    change = (
-        stats.change_over(train.steps, train.values, float(x[k]), float(x[-1]))
-        if train is not None
-        else None
-    )
-    # The train level at the eval minimum and at the end, each over its evaluation interval:
-    # "kept falling" needs the end below the start, not only a falling trend inside the
-    # range (a train loss that jumped at the minimum and is coming back down has a falling
-    # trend but did not improve on where it was).
-    before_min = float(x[k - 1]) if k > 0 else -math.inf
-    train_from = _train_level(train, before_min, float(x[k])) if train is not None else None
-    train_to = _train_level(train, float(x[-2]), float(x[-1])) if train is not None else None
-    train_falls = (
-        change is not None
-        and change.falling(params.trend_alpha)
-        and train_from is not None
-        and train_to is not None
-        and train_to.value < train_from.value
-    )
-    large = shape.level > 0 and shape.rise >= params.large_rise * shape.level
-    if not train_falls and not large:
-        return None
-    best = int(np.argmin(y))
-    best_step, best_value = int(x[best]), float(y[best])
     # The episode starts at the lowest raw evaluation of the smoothed valley: the
     # checkpoint a user would go back to.
     lo, hi = max(k - shape.width // 2, 0), k + shape.width // 2 + 1
@@ -342,57 +331,138 @@ def _check(
         f"has since risen to {shape.end_level:.4g} ({end_word}; +{rise_pct:.0f}%, "
         f"{noise_text}) over {shape.after} evaluations"
     )
-    if train_falls and train_from and train_to:
-        message += (
-            f", while {names.TRAIN_LOSS} kept falling ({train_from.text}, then {train_to.text})."
-        )
+    levels = f"({trend.start.text}, then {trend.end.text})" if trend.start and trend.end else ""
+    if trend.falls:
+        message += f", while {names.TRAIN_LOSS} kept falling {levels}."
         title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
     else:
-        did = (
-            f"did not keep falling ({train_from.text}, then {train_to.text})"
-            if train_from and train_to
-            else "is not logged"
-        )
+        did = f"did not keep falling {levels}" if levels else "is not logged"
         message += (
             f", while {names.TRAIN_LOSS} {did}: not the textbook overfitting signature, but "
             f"the model the run ends with is much worse on the eval set than its best."
         )
         title = f"{metric} rose {rise_pct:.0f}% above its best and stayed there"
-    message += f" The best evaluation was {best_value:.4g} at step {best_step}."
     if shape.few:
-        message += (
+        extra = (
             f" This rests on only {y.size} evaluations: a rise this large is hard to get by "
             "chance, but one more evaluation would tell a trend from a one-off bump."
         )
-    other = _other_best(run, metric, best_step)
+    else:
+        extra = ""
+    evidence = {
+        "min_step": int(x[k]),
+        "min_level": shape.min_level,
+        "end_level": shape.end_level,
+        "rise": shape.rise,
+        "rise_percent": rise_pct,
+        "eval_noise": sigma,
+        "evaluations": int(y.size),
+        "evaluations_after_min": shape.after,
+    }
+    return _finding(run, metric, x, y, title, message, extra, int(x[onset]), evidence, trend)
+
+
+def _sustained_finding(
+    run: Run,
+    metric: str,
+    x: FloatArray,
+    y: FloatArray,
+    rise: SustainedRise,
+    trend: TrainTrend,
+) -> Finding:
+    """The finding of a sustained rise above the best evaluation (`sustained_rise`)."""
+    k = rise.k
+    lo, hi = max(k - rise.width // 2, 0), k + rise.width // 2 + 1
+    onset = lo + int(np.argmin(y[lo:hi]))
+    rise_pct = 100.0 * rise.rise / rise.level if rise.level > 0 else math.inf
+    first_recent = int(x[-rise.recent])
+    base = (
+        f"{rise.min_level:.4g} at step {int(x[k])}"
+        if rise.width == 1
+        else f"{rise.min_level:.4g} (median of {rise.width} evaluations) around step {int(x[k])}"
+    )
+    noise_text = (
+        f"{rise.rise / rise.sigma:.1f}x its point-to-point noise {rise.sigma:.3g}, where a "
+        f"flat curve's best-of-{y.size} and recent median stay within "
+        f"{rise.needed_sigmas:.1f}x at 95%"
+        if rise.sigma > 0
+        else "its evaluations show no jitter"
+    )
+    message = (
+        f"{metric} was best at {base} and ends {rise_pct:.0f}% above it: the median of its "
+        f"last {rise.recent} evaluations (steps {first_recent}-{int(x[-1])}) is "
+        f"{rise.end_level:.4g} ({noise_text}), and even the lowest of the last {rise.last} "
+        f"is {rise.lowest_last:.4g}. Meanwhile {train_clause(trend)}"
+    )
+    state = trend.state()
+    if state == "falling":
+        message += "."
+        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
+    else:
+        message += (
+            ": not overfitting's textbook signature (look for a learning rate too high for a "
+            "fine-tune, a train/eval mismatch or a data change), but the model the run ends "
+            "with is clearly worse on the eval set than its best."
+        )
+        how = {
+            "rising": f"while {names.TRAIN_LOSS} rises",
+            "flat": f"while {names.TRAIN_LOSS} is flat",
+            "absent": f"({names.TRAIN_LOSS} not logged)",
+        }[state]
+        title = f"{metric} degrading {how}: {rise_pct:.0f}% above its best evaluation"
+    evidence = {
+        "min_step": int(x[k]),
+        "min_level": rise.min_level,
+        "end_level": rise.end_level,
+        "rise": rise.rise,
+        "rise_percent": rise_pct,
+        "eval_noise": rise.sigma,
+        "evaluations": int(y.size),
+        "evaluations_after_min": rise.after,
+        "noise_sigmas_needed": rise.needed_sigmas,
+    }
+    return _finding(run, metric, x, y, title, message, "", int(x[onset]), evidence, trend)
+
+
+def _finding(
+    run: Run,
+    metric: str,
+    x: FloatArray,
+    y: FloatArray,
+    title: str,
+    message: str,
+    extra: str,
+    onset: int,
+    evidence: Mapping[str, float | int | str],
+    trend: TrainTrend,
+) -> Finding:
+    """The finding both rules share: best evaluation, another metric's best, fixes."""
+    best = int(np.argmin(y))
+    best_step, best_value = int(x[best]), float(y[best])
+    message += f" The best evaluation was {best_value:.4g} at step {best_step}." + extra
+    other = other_best(run, metric, best_step)
     if other is not None:
         message += (
             f" By {other[0]} the best evaluation was {other[2]:.4g} at step {other[1]}: pick "
             "the checkpoint by the metric you care about."
         )
-    keep = _keep_best_fix(run, metric, best_step, best_value)
+    keep = keep_best_fix(run, metric, best_step, best_value)
     if other is not None:
         keep += f"; by {other[0]} the best checkpoint is step {other[1]}"
+    change = trend.change
     return Finding(
         detector=NAME,
         title=title,
         severity=Severity.WARNING,
         metric=metric,
-        step_start=int(x[onset]),
+        step_start=onset,
         step_end=int(x[-1]),
         message=message,
         evidence={
             "best_step": best_step,
             "best_value": best_value,
-            "min_step": int(x[k]),
-            "min_level": shape.min_level,
-            "end_level": shape.end_level,
-            "rise": shape.rise,
-            "rise_percent": rise_pct,
-            "eval_noise": sigma,
-            "evaluations": int(y.size),
-            "evaluations_after_min": shape.after,
-            "train_falling": "yes" if train_falls else "no",
+            **evidence,
+            "train_falling": "yes" if trend.falls else "no",
             "train_start_level": change.start_level if change else math.nan,
             "train_end_level": change.end_level if change else math.nan,
             "train_trend_tau": change.tau if change else math.nan,

@@ -1,0 +1,262 @@
+"""The overfitting detector's parts that judge an eval loss against its best evaluation.
+
+- `sustained_rise`: the run ends well above its best evaluation and stays there, by more
+  than the noise of a best-of-n pick could explain (a Bonferroni bound for the least of n
+  noisy evaluations plus the spread of a median);
+- `train_trend`, `train_clause`: what the train loss did over the same evaluations, in
+  words its quoted numbers agree with;
+- `other_best`, `keep_best_fix`: the best checkpoint by another quality metric, and how to
+  keep the best one in the words of the log's framework.
+
+Apart from `overfitting.py` so the detector module stays one readable unit (< 500 lines).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from trainspotter import names
+from trainspotter.detectors import idioms, stats
+from trainspotter.detectors.eval_noise import higher_is_better, is_quality_metric
+from trainspotter.model import FloatArray, Run, Series
+
+MEDIAN_EFFICIENCY = 1.2533
+"""sd of the median of m Gaussian values / (sigma / sqrt(m)), large m (sqrt(pi / 2))."""
+
+CONFIDENCE_Z = 1.645
+"""One-sided 95%."""
+
+
+@dataclass(frozen=True)
+class SustainedRise:
+    """An eval loss whose last evaluations all sit well above its best evaluation."""
+
+    k: int
+    """Index of the best evaluation (raw), or the centre of the smoothed minimum."""
+    width: int
+    """1 for the raw best, the rolling-median width for the smoothed minimum."""
+    min_level: float
+    end_level: float
+    """Median of the last `recent` evaluations."""
+    recent: int
+    lowest_last: float
+    """The lowest of the last `evals` evaluations (`sustained_rise`'s argument)."""
+    last: int
+    """How many last evaluations `lowest_last` is the lowest of."""
+    sigma: float
+    """Point-to-point noise of the whole curve (the smaller of two robust estimates)."""
+    needed_sigmas: float
+    """A flat noisy curve's end level stays within this many sigma of its best (95%)."""
+    level: float
+    after: int
+    """Evaluations after the baseline's window."""
+
+    @property
+    def rise(self) -> float:
+        return self.end_level - self.min_level
+
+
+def curve_noise(y: FloatArray) -> float:
+    """Two estimates of one eval noise over the whole curve, each inflatable only (first
+    differences by a steep descent, second differences by sharp bends): the smaller."""
+    return min(stats.noise_scale(y), stats.second_difference_sigma(y))
+
+
+def smoothing_width(n: int, fraction: float) -> int:
+    """Odd rolling-median width for n evaluations (3 to 51); 1 below 7 evaluations, where a
+    3-point median mostly averages the two edge points."""
+    return stats.window_points(n, fraction, 3, 51) | 1 if n >= 7 else 1
+
+
+def sustained_rise(
+    y: FloatArray, *, fraction: float, evals: int, alpha: float, smoothing_fraction: float
+) -> SustainedRise | None:
+    """The run ends at least `fraction` above its best evaluation, beyond the noise, with
+    each of its last `evals` evaluations half the rise or more above the best; else None.
+
+    Two baselines, each tested on its own: the lowest raw evaluation (a best evaluation at
+    the very start is invisible to a centred rolling median) and the smoothed minimum (on a
+    long curve, its median of `width` values is far less noisy than any one evaluation).
+    The end level is the median of the later half of the evaluations after the baseline's
+    window (at least `evals` of them). Under a flat curve with iid noise sigma, the
+    baseline, the least of n values (medians of `width`), sits at most
+    Phi^-1(1 - alpha / n) sigma (Bonferroni; x 1.2533 / sqrt(width) for a median) below the
+    level, and the median of the m recent values at most 1.645 x 1.2533 / sqrt(m) sigma
+    above it: the rise must exceed the sum (`needed_sigmas`)."""
+    n = int(y.size)
+    width = smoothing_width(n, smoothing_fraction)
+    sigma = curve_noise(y)
+    best_of_n = NormalDist().inv_cdf(1.0 - alpha / n)
+    raw_best = int(np.argmin(y))
+    baselines = [(raw_best, 1, float(y[raw_best]))]
+    if width > 1:
+        smooth = stats.rolling_median(y, width, center=True)
+        k = int(np.argmin(smooth))
+        baselines.append((k, width, float(smooth[k])))
+    for k, w, min_level in baselines:
+        after = n - 1 - (k + w // 2)
+        if after < evals:
+            continue
+        recent = max(evals, after // 2)
+        end_level = float(np.median(y[-recent:]))
+        level = abs(min_level) if min_level != 0 else stats.level_scale(y)
+        rise = end_level - min_level
+        needed = best_of_n * (MEDIAN_EFFICIENCY / math.sqrt(w) if w > 1 else 1.0)
+        needed += CONFIDENCE_Z * MEDIAN_EFFICIENCY / math.sqrt(recent)
+        lowest_last = float(np.min(y[-evals:]))
+        if (
+            rise >= fraction * level
+            and rise >= needed * sigma
+            and lowest_last >= min_level + rise / 2
+        ):
+            return SustainedRise(
+                k,
+                w,
+                min_level,
+                end_level,
+                recent,
+                lowest_last,
+                evals,
+                sigma,
+                needed,
+                level,
+                after,
+            )
+    return None
+
+
+def raw_at(series: Series, step: float) -> tuple[int, float] | None:
+    """The last finite (step, value) of `series` at or before `step` (the first one when
+    none is before it)."""
+    x, y = stats.finite_xy(series.steps, series.values)
+    if y.size == 0:
+        return None
+    i = max(int(np.searchsorted(x, step, side="right")) - 1, 0)
+    return int(x[i]), float(y[i])
+
+
+@dataclass(frozen=True)
+class TrainLevel:
+    """The train loss's level over one evaluation interval, and how to quote it."""
+
+    value: float
+    text: str
+
+
+def train_level(series: Series, after_step: float, upto_step: float) -> TrainLevel | None:
+    """The train loss over the evaluation interval (after_step, upto_step]: the raw value
+    when one point was logged there, the median of the points when several, the last raw
+    value at or before `upto_step` when none."""
+    x, y = stats.finite_xy(series.steps, series.values)
+    inside = (x > after_step) & (x <= upto_step)
+    if int(inside.sum()) == 1 or not inside.any():
+        raw = raw_at(series, upto_step)
+        return None if raw is None else TrainLevel(raw[1], f"{raw[1]:.4g} at step {raw[0]}")
+    xs, ys = x[inside], y[inside]
+    value = float(np.median(ys))
+    text = f"median {value:.4g} of the {ys.size} logged in steps {int(xs[0])}-{int(xs[-1])}"
+    return TrainLevel(value, text)
+
+
+@dataclass(frozen=True)
+class TrainTrend:
+    """What the train loss did from the eval minimum to the last evaluation."""
+
+    change: stats.Change | None
+    start: TrainLevel | None
+    end: TrainLevel | None
+    falls: bool
+
+    def state(self) -> str:
+        """'falling' (as `train_trend` decides), 'rising' (the later half's median 10% or
+        more above the earlier's: the two interval levels when too few points for halves),
+        'flat' otherwise (a lower end without a significant trend is not falling), 'absent'
+        without a train loss."""
+        if self.falls:
+            return "falling"
+        if self.start is None or self.end is None:
+            return "absent"
+        if self.change is not None:
+            start, end = self.change.start_level, self.change.end_level
+        else:
+            start, end = self.start.value, self.end.value
+        return "rising" if end > start + 0.1 * abs(start) else "flat"
+
+
+def train_trend(train: Series | None, x: FloatArray, k: int, alpha: float) -> TrainTrend:
+    """The train loss over [eval minimum, last evaluation]: "kept falling" needs a falling
+    trend inside the range AND the level over the last evaluation interval below the level
+    over the interval that ends at the minimum (a train loss that jumped at the minimum and
+    is coming back down has a falling trend but did not improve on where it was)."""
+    if train is None:
+        return TrainTrend(None, None, None, falls=False)
+    change = stats.change_over(train.steps, train.values, float(x[k]), float(x[-1]))
+    before_min = float(x[k - 1]) if k > 0 else -math.inf
+    start = train_level(train, before_min, float(x[k]))
+    end = train_level(train, float(x[-2]), float(x[-1]))
+    falls = (
+        change is not None
+        and change.falling(alpha)
+        and start is not None
+        and end is not None
+        and end.value < start.value
+    )
+    return TrainTrend(change, start, end, falls)
+
+
+def train_clause(trend: TrainTrend) -> str:
+    """What the train loss did, in words its quoted numbers agree with: the two interval
+    levels `falls` compared when it kept falling or rose, the half medians and the trend
+    test when it is flat (a noisy train loss can end a little lower without a trend)."""
+    if trend.start is None or trend.end is None:
+        return f"{names.TRAIN_LOSS} is not logged"
+    levels = f"({trend.start.text}, then {trend.end.text})"
+    state = trend.state()
+    if state != "flat":
+        return f"{names.TRAIN_LOSS} {'kept falling' if state == 'falling' else 'rose'} {levels}"
+    change = trend.change
+    if change is None or change.n < 8:
+        return f"{names.TRAIN_LOSS} did not keep falling {levels}"
+    return (
+        f"{names.TRAIN_LOSS} is flat: no significant downward trend over those steps (the "
+        f"medians of its two halves {change.start_level:.4g} and {change.end_level:.4g}, "
+        f"Mann-Kendall p = {change.p_value:.2g} over {change.n} points)"
+    )
+
+
+def other_best(run: Run, metric: str, best_step: int) -> tuple[str, int, float] | None:
+    """Another logged eval quality metric (accuracy, F1, WER, ...) whose best evaluation is
+    at a different step than the eval loss's: (name, step, value)."""
+    for other in sorted(run.metrics):
+        if other == metric or not is_quality_metric(other) or names.is_loss_like(other):
+            continue
+        higher = higher_is_better(other)
+        x, y = stats.finite_xy(run.metrics[other].steps, run.metrics[other].values)
+        if higher is None or y.size < 2:
+            continue
+        i = int(np.argmax(y) if higher else np.argmin(y))
+        if int(x[i]) != best_step:
+            return other, int(x[i]), float(y[i])
+    return None
+
+
+def keep_best_fix(run: Run, metric: str, step: int, value: float) -> str:
+    """Keep the best checkpoint, in the words of the log's framework."""
+    head = f"Load the checkpoint at step {step} (best {metric} {value:.4g}), or keep the best "
+    used = idioms.framework(run)
+    if used == "transformers":
+        how = "automatically (transformers: load_best_model_at_end=True with metric_for_best_model)"
+    elif used == "lightning":
+        how = "automatically (Lightning: ModelCheckpoint(monitor=..., mode='min', save_top_k=1))"
+    elif used == "keras":
+        how = (
+            "automatically (Keras: ModelCheckpoint(save_best_only=True) or "
+            "EarlyStopping(restore_best_weights=True))"
+        )
+    else:
+        how = "checkpoint automatically (save whenever the monitored eval metric improves)"
+    return head + how
