@@ -90,7 +90,8 @@ def sustained_rise(
     n = int(y.size)
     width = smoothing_width(n, smoothing_fraction)
     sigma = curve_noise(y)
-    best_of_n = NormalDist().inv_cdf(1.0 - alpha / n)
+    # Lower tail, clamped: 1 - alpha / n rounds to 1.0 for a tiny alpha (no quantile).
+    best_of_n = -NormalDist().inv_cdf(min(max(alpha / n, 1e-300), 0.5))
     raw_best = int(np.argmin(y))
     baselines = [(raw_best, 1, float(y[raw_best]))]
     if width > 1:
