@@ -1,6 +1,6 @@
-"""Two real Lightning runs logged by Lightning's own ``CSVLogger``: what a report must say.
+"""Three real Lightning runs logged by Lightning's own ``CSVLogger``: what a report must say.
 
-Both train a ``LightningModule`` MLP on scikit-learn's bundled digits (the split and
+Each trains a ``LightningModule`` MLP on scikit-learn's bundled digits (the split and
 standardisation of ``examples/generate.py``) on CPU, seeded (``seed_everything``, one torch
 thread, ``deterministic=True``), validating on the 517 eval digits after every epoch, and
 write ``lightning_logs/version_0/metrics.csv`` beside this script's run folder.
@@ -13,11 +13,17 @@ write ``lightning_logs/version_0/metrics.csv`` beside this script's run folder.
 - ``lightning_accuracy_only``: a healthy 64-64-10 MLP (Adam 1e-3, batch 64, 15 epochs, 300
   steps) whose ``LightningModule`` logs only ``train_acc`` (per step) and ``val_acc`` (per
   epoch), no loss: a report on it must not read "healthy", but say that no loss was checked.
+- ``lightning_finetune_lr_too_high``: a 64-128-10 MLP pretrained in plain torch on every
+  training digit (the "pretrained checkpoint"), validated with ``trainer.validate`` before
+  ``fit``, then fine-tuned on 100 digits with input-noise augmentation at Adam 4e-3 (four
+  times the pretraining LR; 10 epochs, batch 32): ``val_loss`` is best at the first epoch
+  and its last evaluations stay 30-45% above it while the train loss does not fall. The
+  report must say the eval degrades while the train loss is flat, not call it overfitting.
 
 Environment (see examples/README.md; the framework venv)::
 
     /tmp/examples-frameworks/bin/pip install -r examples/lightning_input_spike/requirements.txt
-    /tmp/examples-frameworks/bin/python examples/lightning_runs.py          # both, ~2 min
+    /tmp/examples-frameworks/bin/python examples/lightning_runs.py          # all, ~2 min
 
 Each run replaces its folder's ``lightning_logs/`` and its own entry in
 ``examples/expected.json``; the ground truth is what the module measured in its hooks (the
@@ -92,7 +98,8 @@ class Classifier(L.LightningModule):
         total = sum(count for _, _, count in self.val_batches)
         self.epochs.append(
             {
-                "step": float(self.global_step - 1),  # the step the epoch's row is logged at
+                # The step the epoch's row is logged at (0 for a validate() before fit).
+                "step": float(max(self.global_step - 1, 0)),
                 "val_loss": sum(loss for loss, _, _ in self.val_batches) / total,
                 "val_acc": sum(correct for _, correct, _ in self.val_batches) / total,
             }
@@ -103,8 +110,18 @@ class Classifier(L.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=1e-3)
 
 
-def fit(name: str, model: Classifier, data: Digits, rows: int, batch: int, epochs: int) -> int:
-    """Train with CSVLogger into ``examples/<name>/lightning_logs``; the last global step."""
+def fit(
+    name: str,
+    model: Classifier,
+    data: Digits,
+    rows: int,
+    batch: int,
+    epochs: int,
+    validate_first: bool = False,
+) -> int:
+    """Train with CSVLogger into ``examples/<name>/lightning_logs``; the last global step.
+    ``validate_first``: one ``trainer.validate`` before ``fit`` (the starting model's
+    score, logged at step 0 by the same logger)."""
     folder = HERE / name
     log_root = folder / "lightning_logs"
     if log_root.exists():
@@ -126,11 +143,10 @@ def fit(name: str, model: Classifier, data: Digits, rows: int, batch: int, epoch
         deterministic=True,
         num_sanity_val_steps=0,
     )
-    trainer.fit(
-        model,
-        DataLoader(train_set, batch_size=batch, shuffle=True),
-        DataLoader(eval_set, batch_size=128),
-    )
+    eval_loader = DataLoader(eval_set, batch_size=128)
+    if validate_first:
+        trainer.validate(model, eval_loader, verbose=False)
+    trainer.fit(model, DataLoader(train_set, batch_size=batch, shuffle=True), eval_loader)
     return int(trainer.global_step)
 
 
@@ -219,9 +235,104 @@ def lightning_accuracy_only(data: Digits) -> dict[str, Any]:
     }
 
 
+FINETUNE_ROWS = 100
+FINETUNE_EPOCHS = 10
+FINETUNE_LR = 4e-3
+FINETUNE_NOISE = 1.0
+PRETRAIN_EPOCHS = 15
+
+
+class NoisyFinetune(Classifier):
+    """A fine-tune with input-noise augmentation (std `FINETUNE_NOISE` on standardised
+    pixels) and Adam at `FINETUNE_LR`, four times the pretraining LR, after an 8-step warmup:
+    the mistake of this run is the LR."""
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], index: int) -> torch.Tensor:
+        inputs, labels = batch
+        return super().training_step(
+            (inputs + FINETUNE_NOISE * torch.randn_like(inputs), labels), index
+        )
+
+    def configure_optimizers(self) -> Any:
+        optimizer = torch.optim.Adam(self.parameters(), lr=FINETUNE_LR)
+        warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 8))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": warmup, "interval": "step"}}
+
+
+def pretrain(net: nn.Module, data: Digits, seed: int) -> None:
+    """Plain torch, before the logged run: Adam 1e-3, batch 64, `PRETRAIN_EPOCHS` epochs on
+    every training digit (the "pretrained checkpoint" the logged fine-tune starts from)."""
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    inputs, labels = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    order = torch.Generator().manual_seed(seed)
+    for _ in range(PRETRAIN_EPOCHS):
+        permutation = torch.randperm(len(inputs), generator=order)
+        for start in range(0, len(inputs), 64):
+            rows = permutation[start : start + 64]
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(net(inputs[rows]), labels[rows]).backward()
+            optimizer.step()
+
+
+def lightning_finetune_lr_too_high(data: Digits) -> dict[str, Any]:
+    L.seed_everything(0, workers=True)
+    model = NoisyFinetune((128,), log_loss=True)
+    pretrain(model.net, data, 0)
+    name = "lightning_finetune_lr_too_high"
+    steps = fit(name, model, data, FINETUNE_ROWS, 32, FINETUNE_EPOCHS, validate_first=True)
+    epochs = model.epochs
+    best = min(epochs, key=lambda e: e["val_loss"])
+    last = epochs[-1]
+    assert best["step"] <= epochs[1]["step"], (best, epochs[:2])  # best at the start
+    assert min(e["val_loss"] for e in epochs[-3:]) > 1.2 * best["val_loss"], epochs[-3:]
+    return {
+        "summary": (
+            f"Lightning MLP (64-128-10) pretrained on every training digit (plain torch, "
+            f"Adam 1e-3, {PRETRAIN_EPOCHS} epochs), validated, then fine-tuned on "
+            f"{FINETUNE_ROWS} digits with input-noise augmentation (std {FINETUNE_NOISE}) at "
+            f"Adam {FINETUNE_LR:g} (four times the pretraining LR) for {FINETUNE_EPOCHS} "
+            f"epochs; CSVLogger. The LR wrecks the pretrained model: val_loss is best at "
+            f"step {int(best['step'])} and ends {last['val_loss'] / best['val_loss']:.1f}x "
+            "it, while the train loss on the augmented batches does not improve."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "eval_worse_train_flat",
+                "detector": "overfitting",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "best_step": int(best["step"]),
+                "step_range": [int(best["step"]), int(last["step"])],
+                "best_eval_loss": rounded(best["val_loss"]),
+                "last_eval_loss": rounded(last["val_loss"]),
+                "framework": "lightning",
+                "min_severity": "warning",
+            }
+        ],
+        "may_also_flag": {
+            "plateau": "the train loss on the noise-augmented batches does not improve: true, "
+            "and the same story (an LR that keeps the loss bouncing on one level)"
+        },
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": 1,
+        "eval_steps": steps // FINETUNE_EPOCHS,
+        "facts": {
+            "step_convention": "Lightning's global_step; the validate() before fit is logged "
+            "at step 0, each epoch's validation row at the epoch's last training step",
+            "val_loss": [rounded(e["val_loss"]) for e in epochs],
+            "val_acc": [rounded(e["val_acc"]) for e in epochs],
+        },
+    }
+
+
 RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
     "lightning_overfit_acc": lightning_overfit_acc,
     "lightning_accuracy_only": lightning_accuracy_only,
+    "lightning_finetune_lr_too_high": lightning_finetune_lr_too_high,
 }
 
 

@@ -13,14 +13,18 @@ import csv
 import itertools
 import json
 import re
+import statistics
 import xml.etree.ElementTree as ET
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from trainspotter.analysis import ABSTAINED, RAN, Analysis, analyze
+from trainspotter.detectors.eval_rise import SustainedRise, sustained_rise
+from trainspotter.detectors.overfitting import OverfittingParams
 from trainspotter.model import Finding, Severity
 from trainspotter.readers import read_log
 from trainspotter.report import REPORTS, RenderOptions
@@ -124,6 +128,67 @@ def test_eval_loss_many_times_its_best_is_reported_though_train_did_not_fall() -
         assert float(match[2]) > float(match[1])  # the quoted numbers show it did not fall
         best = f"{truth['best_eval_loss']:.4g} at step {truth['best_step']}"
         assert f"The best evaluation was {best}" in finding.message
+
+
+def test_eval_degrading_while_train_is_flat_is_reported_from_the_raw_best() -> None:
+    """lightning_finetune_lr_too_high: a pretrained model, validated before fit, fine-tuned
+    at too high an LR. The eval loss is best at its first epoch and ends well above it while
+    the train loss does not fall: reported as degrading while train/loss is flat (not as
+    overfitting), with the numbers of the raw log."""
+    truth = EXPECTED["lightning_finetune_lr_too_high"]["pathologies"][0]
+    path = log_of("lightning_finetune_lr_too_high")
+    finding = only(loud(path), "overfitting", "eval/loss")
+    assert finding.step_start == truth["best_step"]
+    assert finding.title.startswith("eval/loss degrading while train/loss is flat")
+    assert "(overfitting)" not in finding.title
+    val = csv_column(path, "val_loss")
+    values = [value for _, value in val]
+    best_step, best = min(val, key=lambda pair: pair[1])
+    assert (best_step, f"{best:.4g}") == (truth["best_step"], f"{truth['best_eval_loss']:.4g}")
+    recent = int(finding.evidence["evaluations"]) // 2 - 1  # later half of the 9 after it
+    end = statistics.median(values[-recent:])
+    rise = 100 * (end / best - 1)
+    assert f"was best at {best:.4g} at step {best_step} and ends {rise:.0f}% above it" in (
+        finding.message
+    )
+    assert f"the median of its last {recent} evaluations" in finding.message
+    assert f"is {end:.4g}" in finding.message
+    assert f"even the lowest of the last 3 is {min(values[-3:]):.4g}" in finding.message
+    # "flat": its trend test, quoted; the train loss over those steps has no significant fall.
+    match = re.search(r"Kendall tau (-?[\d.]+), Mann-Kendall p = ([\d.e-]+)", finding.message)
+    assert match, finding.message
+    assert float(match[2]) >= 0.05
+    assert "Lightning: ModelCheckpoint" in finding.fixes[0]
+
+
+def test_sustained_rise_reads_the_raw_best_and_stays_silent_on_noise() -> None:
+    """The statistic on real logs: the fine-tune's best is its first epoch (a centred median
+    would hide it), and neither a healthy run nor an eval set re-sampled at every evaluation
+    (noisy_eval: its best is a lucky draw) ends 'well above its best'."""
+    params = OverfittingParams()
+
+    def rise_of(run: str, file: str, column: str) -> SustainedRise | None:
+        values = np.array([value for _, value in csv_column(EXAMPLES / run / file, column)])
+        return sustained_rise(
+            values,
+            fraction=params.sustained_rise,
+            evals=params.sustained_evals,
+            alpha=params.trend_alpha,
+            smoothing_fraction=params.smoothing_fraction,
+        )
+
+    finetune = rise_of(
+        "lightning_finetune_lr_too_high",
+        EXPECTED["lightning_finetune_lr_too_high"]["files"][0],
+        "val_loss",
+    )
+    truth = EXPECTED["lightning_finetune_lr_too_high"]["pathologies"][0]
+    assert finetune is not None and finetune.width == 1
+    assert f"{finetune.min_level:.6g}" == f"{truth['best_eval_loss']:.6g}"
+    assert finetune.rise >= params.sustained_rise * finetune.min_level
+    assert finetune.rise >= finetune.needed_sigmas * finetune.sigma
+    for run in ("healthy", "noisy_eval", "sgdr_healthy", "clipping_healthy", "small_init_healthy"):
+        assert rise_of(run, "metrics.csv", "eval_loss") is None, run
 
 
 # --- class 7: messages that are true --------------------------------------------------------

@@ -88,6 +88,8 @@ def sustained_rise(
     level, and the median of the m recent values at most 1.645 x 1.2533 / sqrt(m) sigma
     above it: the rise must exceed the sum (`needed_sigmas`)."""
     n = int(y.size)
+    if n <= evals:
+        return None
     width = smoothing_width(n, smoothing_fraction)
     sigma = curve_noise(y)
     # Lower tail, clamped: 1 - alpha / n rounds to 1.0 for a tiny alpha (no quantile).
@@ -211,8 +213,8 @@ def train_trend(train: Series | None, x: FloatArray, k: int, alpha: float) -> Tr
 
 def train_clause(trend: TrainTrend) -> str:
     """What the train loss did, in words its quoted numbers agree with: the two interval
-    levels `falls` compared when it kept falling or rose, the half medians and the trend
-    test when it is flat (a noisy train loss can end a little lower without a trend)."""
+    levels `falls` compared when it kept falling or rose, the trend test when it is flat
+    (a noisy train loss's half medians or single points can differ without a trend)."""
     if trend.start is None or trend.end is None:
         return f"{names.TRAIN_LOSS} is not logged"
     levels = f"({trend.start.text}, then {trend.end.text})"
@@ -223,9 +225,8 @@ def train_clause(trend: TrainTrend) -> str:
     if change is None or change.n < 8:
         return f"{names.TRAIN_LOSS} did not keep falling {levels}"
     return (
-        f"{names.TRAIN_LOSS} is flat: no significant downward trend over those steps (the "
-        f"medians of its two halves {change.start_level:.4g} and {change.end_level:.4g}, "
-        f"Mann-Kendall p = {change.p_value:.2g} over {change.n} points)"
+        f"{names.TRAIN_LOSS} is flat: no significant trend over those steps (Kendall tau "
+        f"{change.tau:.2f}, Mann-Kendall p = {change.p_value:.2g} over {change.n} points)"
     )
 
 

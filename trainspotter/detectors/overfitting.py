@@ -122,8 +122,8 @@ class OverfittingDetector:
        half the rise or more above the baseline (one bad last evaluation is not a rise).
        The message names what the train loss did: kept falling (then the title says
        overfitting), rose (its later half's median 10% over its earlier half's), or is
-       flat (no significant downward trend; the half medians and the Mann-Kendall p are
-       quoted, since a noisy train loss can end a little lower without falling).
+       flat (no significant downward trend; Kendall's tau and the Mann-Kendall p are
+       quoted, since a noisy train loss's single points can end lower without a fall).
 
     Minimum sample: `min_eval_points` = 4 evaluations with at least
     `min_points_after_min` = 2 after the minimum, and 3 train-loss points over that range.
@@ -341,7 +341,7 @@ def _rise_finding(
             f", while {names.TRAIN_LOSS} {did}: not the textbook overfitting signature, but "
             f"the model the run ends with is much worse on the eval set than its best."
         )
-        title = f"{metric} rose {rise_pct:.0f}% above its best and stayed there"
+        title = _degrading_title(metric, trend, rise_pct)
     if shape.few:
         extra = (
             f" This rests on only {y.size} evaluations: a rise this large is hard to get by "
@@ -360,6 +360,17 @@ def _rise_finding(
         "evaluations_after_min": shape.after,
     }
     return _finding(run, metric, x, y, title, message, extra, int(x[onset]), evidence, trend)
+
+
+def _degrading_title(metric: str, trend: TrainTrend, rise_pct: float) -> str:
+    """The title of an eval loss that got worse while the train loss did not fall: says
+    what the train loss did instead (the detector id stays `overfitting`)."""
+    how = {
+        "rising": f"while {names.TRAIN_LOSS} rises",
+        "flat": f"while {names.TRAIN_LOSS} is flat",
+        "absent": f"({names.TRAIN_LOSS} not logged)",
+    }[trend.state()]
+    return f"{metric} degrading {how}: rose {rise_pct:.0f}% above its best and stayed there"
 
 
 def _sustained_finding(
@@ -404,12 +415,7 @@ def _sustained_finding(
             "fine-tune, a train/eval mismatch or a data change), but the model the run ends "
             "with is clearly worse on the eval set than its best."
         )
-        how = {
-            "rising": f"while {names.TRAIN_LOSS} rises",
-            "flat": f"while {names.TRAIN_LOSS} is flat",
-            "absent": f"({names.TRAIN_LOSS} not logged)",
-        }[state]
-        title = f"{metric} degrading {how}: {rise_pct:.0f}% above its best evaluation"
+        title = _degrading_title(metric, trend, rise_pct)
     evidence = {
         "min_step": int(x[k]),
         "min_level": rise.min_level,
