@@ -11,7 +11,7 @@ import numpy as np
 from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
-from trainspotter.model import Finding, Run, Series, Severity
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "eval_noise"
 
@@ -25,6 +25,10 @@ sigma of n Gaussian white-noise points (simulated, 4,000 draws for each n = 8-10
 
 CONFIDENCE_Z = 1.645
 """One-sided 95%: the jitter used for a verdict is its lower confidence bound."""
+
+PAIR_RESOLUTION = CONFIDENCE_Z * math.sqrt(2.0)
+"""Two checkpoints evaluated once each, with jitter sigma, are ordered right at one-sided
+95% only when their true values differ by this many sigma or more (2.33)."""
 
 MONOTONE_TAU = 0.6
 """|Kendall tau| >= 0.6 (80% of pairs in order) is a trend even when the
@@ -50,8 +54,10 @@ class EvalNoiseParams:
     """Report when the second half's improvement is below this many jitter sigmas."""
     min_relative_jitter: float = 0.01
     """Ignore jitter below this fraction of the metric's level (info from here)..."""
-    warn_relative_jitter: float = 0.05
-    """...and make it a warning from this fraction on."""
+    warn_relative_jitter: float = 0.215
+    """...and make it a warning when the jitter is this fraction of the metric's distance
+    to its ideal (the loss itself; 1 - accuracy): 2.33 x 0.215 = 0.5, one evaluation per
+    checkpoint then cannot tell a checkpoint from one with 1.5x its loss or error rate."""
     trend_alpha: float = 0.05
     """Stand down when the judged half has a trend significant at this level."""
 
@@ -74,6 +80,29 @@ def higher_is_better(metric: str) -> bool | None:
     return None
 
 
+# Quality metrics with a known perfect score: a fraction (<= 1) or a percentage (<= 100).
+_BOUNDED = re.compile(
+    r"acc|f1|precision|recall|auc|iou|dice|top1|top5|exact|match|bleu|rouge|meteor|chrf|map"
+)
+
+
+def distance_to_ideal(metric: str, values: FloatArray) -> tuple[float, str]:
+    """How far the metric is from perfect, in its own units, and how that was measured:
+    1 (or 100) minus the median for a bounded higher-is-better metric (the error rate is
+    what tells two classifiers apart: 0.90 vs 0.95 accuracy is twice the errors); the
+    level (`stats.level_scale`) for a loss, an error rate or an unbounded score."""
+    finite = values[np.isfinite(values)]
+    if finite.size and higher_is_better(metric) and _BOUNDED.search(metric.lower()):
+        low, high = float(finite.min()), float(finite.max())
+        top = 1.0 if low >= 0 and high <= 1 else 100.0 if low >= 0 and high <= 100 else None
+        if top is not None:
+            median = float(np.median(finite))
+            if top - median > 0:
+                return top - median, f"{top:g} minus its median {median:.3g}"
+    level = stats.level_scale(values)
+    return level, f"its median level {level:.3g}"
+
+
 def is_quality_metric(metric: str) -> bool:
     """An eval metric that measures model quality (loss, accuracy, F1, WER, BLEU, ...)."""
     lowered = metric.lower()
@@ -90,9 +119,13 @@ class EvalNoiseDetector:
     metrics named like accuracy, F1, precision/recall, WER/CER, BLEU/ROUGE, perplexity,
     AUC, MCC, exact match, score, reward, ...; runtime and throughput metrics are skipped),
     whether its jitter drowns the differences between the checkpoints a user would choose
-    from. Then "the best checkpoint" by that metric is a draw from the noise: the eval set
-    is too small, or evaluation is not deterministic (a fresh random subset each time,
-    dropout left on).
+    from. The question it answers is "can I trust the best-epoch pick?": a warning when
+    one evaluation per checkpoint cannot even tell a checkpoint from one with 1.5x its loss
+    (or error rate): then "the best checkpoint" by that metric is a draw from the noise,
+    the eval set is too small, or evaluation is not deterministic (a fresh random subset
+    each time, dropout left on). When the late checkpoints merely cannot be ranked among
+    themselves but the eval resolves differences that size, they are equal within the
+    jitter (the ordinary late jitter of a converged run): an info note.
 
     **Algorithm.** The candidates for "best checkpoint" are the evaluations of the second half
     of the run. The improvement the jitter is compared with is the one made over that
@@ -118,11 +151,21 @@ class EvalNoiseDetector:
       the n judged points (sqrt(n) x sd of log(sigma_hat / sigma) is 1.27-1.32 for
       Gaussian white noise, simulated for n = 8-100): a short run is called noisy only when
       even the least jitter its points allow is too large. The message gives both.
-    - Signal-to-noise = improvement / that bound. Below `snr_threshold` (2) the checkpoints
-      cannot be told apart. The finding is a warning when the jitter is also at least
-      `warn_relative_jitter` (5%) of the metric's level (`stats.level_scale`), info when it
-      is between `min_relative_jitter` (1%) and 5%, and nothing below 1% (an accuracy at
-      0.99 wobbling by 0.002 ranks nothing but misleads no one either).
+    - Signal-to-noise = improvement / that bound. Below `snr_threshold` (2) the late
+      checkpoints cannot be ranked among themselves; nothing is reported when the bound is
+      under `min_relative_jitter` (1%) of the metric's level (an accuracy at 0.99 wobbling
+      by 0.002 misleads no one).
+    - Trust in the pick: two checkpoints evaluated once each are ordered right at
+      one-sided 95% only when they differ by 1.645 x sqrt(2) = 2.33 bound-sigmas (the
+      resolution). The resolution is compared with the metric's distance to perfect
+      (`distance_to_ideal`): the level of a loss, an error rate or an unbounded score; 1
+      (or 100) minus the median for a bounded higher-is-better metric (accuracy, F1, AUC,
+      ROUGE, ...: the error rate is what separates two classifiers, and an F1 of 0.875
+      jittering by 0.1 is noisy however small 0.1 is next to 0.875). Warning when the
+      bound is at least `warn_relative_jitter` (0.215) of that distance: the resolution is
+      then half the distance or more, and the eval cannot tell a checkpoint from one with
+      1.5x its loss or error. Info otherwise: the late checkpoints are equal within a
+      resolution that still separates clearly different models.
 
     Minimum sample: `min_points` = 16 evaluations, so the judged half has eight points:
     the trend test's minimum, six second differences for the jitter (from fewer, a robust
@@ -131,8 +174,12 @@ class EvalNoiseDetector:
 
     **Defaults and why.** With pure noise the two medians of three or more points differ by
     about 0.5-1 sigma, so an SNR below 2 is indistinguishable from no improvement; a
-    healthy run's late evaluations are smooth (SNR in the tens). 5% of the level is the
-    jitter at which picking the best checkpoint starts to choose a measurably worse model.
+    healthy run's late evaluations are smooth (SNR in the tens). 1.5x: a checkpoint with
+    half again the loss or error of another is clearly worse, the smallest difference a
+    user choosing a checkpoint must be able to see; a threshold on the jitter relative to
+    the metric's level alone could not separate a converged Keras val loss jittering 10%
+    (ordinary) from an F1 of 0.875 jittering 0.1 on 24 samples (noise), since the F1's
+    jitter is the smaller fraction of its level.
 
     **False-positive modes.** A run that converged early and evaluates a slightly noisy metric
     on a small fixed eval set is reported (info below 5% jitter): true, but harmless when
@@ -142,8 +189,14 @@ class EvalNoiseDetector:
     judged half (a cliff, a restart) inflates second differences at the bend (the median
     sheds one bend, not several). Ordinary epoch-to-epoch jitter of a short Keras run on a
     few thousand validation images (a val loss wobbling 10-20% of its level around a
-    converged value) is still reported, as a warning when even its lower bound is 5% of
-    the level: the late checkpoints there are equally good, so the choice costs little.
+    converged value) is an info note, not a warning: one evaluation still resolves a 1.5x
+    difference. A metric quantised to a few values (a 6-sample accuracy in steps of 1/6)
+    can have a second-difference MAD of 0 and then reads as jitter-free (missed, not a
+    false alarm); runs under 16 evaluations are not judged at all, however wild their
+    jitter. The error scale makes a near-perfect accuracy sensitive: 0.99 jittering by
+    0.005 (half its error) is a warning if it does not improve; true, since that eval set
+    cannot rank such models, but a user may not care. A loss near zero or negative uses
+    its spread as its level (`stats.level_scale`), where "1.5x its loss" is approximate.
 
     **Example.** `examples/noisy_eval/trainer_state.json`: a warning from step 525, the
     second half of the run, where every evaluation used a fresh random 16 eval samples.
@@ -200,7 +253,14 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
     snr = improvement / sigma_low
     if snr >= params.snr_threshold:
         return None
-    severity = Severity.WARNING if relative >= params.warn_relative_jitter else Severity.INFO
+    # Can one evaluation per checkpoint tell a good checkpoint from a clearly worse one?
+    # Its resolution (2.33 sigma) against the metric's distance to perfect.
+    distance, distance_text = distance_to_ideal(metric, late)
+    resolution = PAIR_RESOLUTION * sigma_low
+    to_ideal = sigma_low / distance if distance > 0 else float("inf")
+    unresolved = to_ideal >= params.warn_relative_jitter
+    severity = Severity.WARNING if unresolved else Severity.INFO
+    worse = "loss" if names.is_loss_like(metric) else "error"
     total = abs(float(np.median(y[-late.size // 2 :])) - float(np.median(y[: late.size // 2])))
     message = (
         f"Over the second half of the run (steps {int(late_x[0])}-{int(late_x[-1])}, "
@@ -210,14 +270,33 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
         f"while the medians of the two halves of that stretch differ by {improvement:.3g} "
         f"({snr:.1f} times that least jitter): the "
         "checkpoints of that stretch cannot be ranked by it. (Over the whole run the median "
-        f"moved by {total:.3g}.)"
+        f"moved by {total:.3g}.) One evaluation per checkpoint resolves only differences of "
+        f"{resolution:.3g} or more (2.33 x that least jitter, one-sided 95%), "
+        f"{resolution / distance if distance > 0 else float('inf'):.0%} of its distance to "
+        f"perfect ({distance:.3g}: {distance_text})"
     )
+    if unresolved:
+        message += (
+            f": it cannot tell a checkpoint from one with 1.5x its {worse}, so the best "
+            "checkpoint by it is largely a draw from the noise."
+        )
+        title = (
+            f"{metric} too noisy to rank checkpoints by (cannot resolve a 1.5x difference "
+            f"in {worse})"
+        )
+    else:
+        message += (
+            f": it does tell apart checkpoints whose {worse} differs by more than that, and "
+            "the late ones are equal within it: the ordinary jitter of a converged run "
+            "(pick any of them, or by a smoothed curve)."
+        )
+        title = (
+            f"{metric}: late checkpoints equal within its jitter "
+            f"(at least {relative:.0%} of its level)"
+        )
     return Finding(
         detector=NAME,
-        title=(
-            f"{metric} too noisy to rank checkpoints by "
-            f"(jitter at least {relative:.0%} of its level)"
-        ),
+        title=title,
         severity=severity,
         metric=metric,
         step_start=int(late_x[0]),
@@ -231,6 +310,9 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
             "signal_to_noise": snr,
             "total_change": total,
             "evaluations": int(y.size),
+            "resolution": resolution,
+            "distance_to_ideal": distance,
+            "jitter_to_distance": to_ideal,
         },
         fixes=(
             "Evaluate on a larger eval set: the jitter shrinks as 1/sqrt(number of examples)",
