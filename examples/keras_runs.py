@@ -1,6 +1,6 @@
-"""Two real Keras runs, logged by Keras' own ``CSVLogger``: short logs with blatant problems.
+"""Real Keras runs, logged by Keras' own ``CSVLogger``: short logs, as most published ones are.
 
-Both train on scikit-learn's bundled digits (the split and standardisation of
+Each trains on scikit-learn's bundled digits (the split and standardisation of
 ``examples/generate.py``) with Keras 3 on its torch backend, on CPU, seeded
 (``keras.utils.set_random_seed``, one torch thread). Keras evaluates once per epoch and
 ``CSVLogger`` writes one row per epoch (``epoch,accuracy,loss,val_accuracy,val_loss``), so
@@ -17,11 +17,21 @@ these logs are a handful of rows, as most published Keras logs are.
   memorises the wrong labels: the train loss falls at every epoch while ``val_loss`` is best
   after epoch 0 and higher at each epoch after it, over 25% above its best at epoch 2.
   Overfitting on 3 evaluations, the shape of most short Keras fine-tuning logs.
+- ``keras_tiny_val_set`` and ``keras_jittery_val_healthy``: one training setup, two
+  validation sets. A 64-128(BatchNorm)-10 MLP, Adam 0.03, batch 4, on the first 300
+  training digits for 30 epochs (tiny batches through BatchNorm at a high LR: the model
+  moves a lot between epochs). ``keras_tiny_val_set`` validates on the first 24 eval
+  digits (a validation split left tiny): ``val_accuracy`` moves in steps of 1/24 and one
+  evaluation cannot tell one wrong digit from two, so the best epoch by it is a draw from
+  the noise (the AUDIT #20 / wild3 keras/035 shape). ``keras_jittery_val_healthy`` validates
+  on all 517: ``val_loss`` wobbles from epoch to epoch (0.21-0.39 over the last 12 epochs)
+  around a converged level, the ordinary late jitter of a short Keras run (wild3 keras/013,
+  keras/015), which one evaluation still resolves to better than a 1.5x difference.
 
 Environment (see examples/README.md; the framework venv plus Keras)::
 
     /tmp/examples-frameworks/bin/pip install -r examples/keras_requirements.txt
-    /tmp/examples-frameworks/bin/python examples/keras_runs.py            # both, ~2 min
+    /tmp/examples-frameworks/bin/python examples/keras_runs.py            # all, ~3 min
     /tmp/examples-frameworks/bin/python examples/keras_runs.py keras_frozen
 
 Each run replaces its folder's ``training.log`` and its own entry in ``examples/expected.json``;
@@ -210,9 +220,120 @@ def keras_short_overfit(data: Digits) -> dict[str, Any]:
     }
 
 
+JITTERY_ROWS = 300
+JITTERY_EPOCHS = 30
+JITTERY_LR = 0.03
+JITTERY_BATCH = 4
+TINY_VAL = 24
+
+
+def jittery_fit(name: str, data: Digits, val_rows: int) -> dict[str, list[float]]:
+    """The shared setup of the two validation-set runs: only `val_rows` differs."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(128),
+            keras.layers.BatchNormalization(),
+            keras.layers.Activation("relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+    folder = HERE / name
+    folder.mkdir(exist_ok=True)
+    model.compile(
+        optimizer=keras.optimizers.Adam(JITTERY_LR),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    history = model.fit(
+        data.x_train[:JITTERY_ROWS],
+        data.y_train[:JITTERY_ROWS],
+        epochs=JITTERY_EPOCHS,
+        batch_size=JITTERY_BATCH,
+        validation_data=(data.x_eval[:val_rows], data.y_eval[:val_rows]),
+        verbose=0,
+        callbacks=[keras.callbacks.CSVLogger(str(folder / LOG_NAME))],
+    )
+    return {key: [float(v) for v in values] for key, values in history.history.items()}
+
+
+def _setup_text(val_rows: int) -> str:
+    return (
+        f"Keras 64-128(BatchNorm)-10 MLP, Adam {JITTERY_LR:g}, batch {JITTERY_BATCH}, on the "
+        f"first {JITTERY_ROWS} training digits for {JITTERY_EPOCHS} epochs, validated on "
+        f"{val_rows} eval digits after every epoch. CSVLogger."
+    )
+
+
+def keras_tiny_val_set(data: Digits) -> dict[str, Any]:
+    h = jittery_fit("keras_tiny_val_set", data, TINY_VAL)
+    accuracy = h["val_accuracy"]
+    late = accuracy[JITTERY_EPOCHS // 2 :]
+    # What the run is for: a 24-digit val set, so val_accuracy takes values k/24 only.
+    assert all(abs(a * TINY_VAL - round(a * TINY_VAL)) < 1e-4 for a in accuracy), accuracy
+    wrong = sorted({round((1 - a) * TINY_VAL) for a in late})
+    return {
+        "summary": (
+            _setup_text(TINY_VAL) + " The validation set is 24 digits: val_accuracy moves in "
+            f"steps of 1/24 (late epochs: {wrong} wrong digits), so the best epoch by it is "
+            "a draw from the noise."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "noisy_eval",
+                "detector": "eval_noise",
+                "metric": "val_accuracy",
+                "log_column": "val_accuracy",
+                "step_range": [JITTERY_EPOCHS // 2, JITTERY_EPOCHS - 1],
+                "eval_samples_per_evaluation": TINY_VAL,
+                "late_wrong_digits": wrong,
+                "min_severity": "warning",
+            }
+        ],
+        "may_also_flag": {
+            "plateau": "the train loss levels off from mid-run (info): true",
+        },
+        **epoch_log_layout(JITTERY_EPOCHS),
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "val_loss": [rounded(v) for v in h["val_loss"]],
+            "val_accuracy": [rounded(v) for v in accuracy],
+            "framework": "keras",
+        },
+    }
+
+
+def keras_jittery_val_healthy(data: Digits) -> dict[str, Any]:
+    h = jittery_fit("keras_jittery_val_healthy", data, len(data.y_eval))
+    val_loss = h["val_loss"]
+    late = val_loss[JITTERY_EPOCHS // 2 :]
+    return {
+        "summary": (
+            _setup_text(len(data.y_eval)) + " val_loss wobbles around a converged level "
+            f"({min(late):.3g}-{max(late):.3g} over the last {len(late)} epochs): the "
+            "ordinary late jitter of a short Keras run, not a noisy eval set. Healthy."
+        ),
+        "healthy": True,
+        "must_be_silent": True,
+        "pathologies": [],
+        **epoch_log_layout(JITTERY_EPOCHS),
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "val_loss": [rounded(v) for v in val_loss],
+            "val_accuracy": [rounded(v) for v in h["val_accuracy"]],
+            "framework": "keras",
+        },
+    }
+
+
 RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
     "keras_frozen": keras_frozen,
     "keras_short_overfit": keras_short_overfit,
+    "keras_tiny_val_set": keras_tiny_val_set,
+    "keras_jittery_val_healthy": keras_jittery_val_healthy,
 }
 
 

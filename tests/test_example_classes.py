@@ -191,6 +191,45 @@ def test_sustained_rise_reads_the_raw_best_and_stays_silent_on_noise() -> None:
         assert rise_of(run, "metrics.csv", "eval_loss") is None, run
 
 
+# --- eval trust: can the best-epoch pick be trusted? (eval_noise) ---------------------------
+
+
+def test_a_tiny_validation_set_cannot_rank_checkpoints() -> None:
+    """keras_tiny_val_set: 24 validation digits. val_accuracy moves in steps of 1/24 and one
+    evaluation cannot tell one wrong digit from two: a warning, judged on the error rate."""
+    truth = EXPECTED["keras_tiny_val_set"]["pathologies"][0]
+    path = log_of("keras_tiny_val_set")
+    finding = only(loud(path), "eval_noise", "val_accuracy")
+    assert finding.severity is Severity.WARNING
+    assert [finding.step_start, finding.step_end] == truth["step_range"]
+    late = [value for step, value in csv_column(path, "val_accuracy") if step >= 15]
+    assert all(abs(v * 24 - round(v * 24)) < 1e-4 for v in late)  # k/24: 24 digits
+    median = statistics.median(late)
+    assert f"({1 - median:.3g}: 1 minus its median {median:.3g})" in finding.message
+    assert float(finding.evidence["jitter_to_distance"]) >= 0.215
+    assert "cannot tell a checkpoint from one with 1.5x its error" in finding.message
+
+
+def test_ordinary_late_jitter_of_a_short_keras_run_is_no_warning() -> None:
+    """keras_jittery_val_healthy: the same training validated on all 517 digits. val_loss
+    wobbles around a converged level; its late checkpoints cannot be ranked among
+    themselves, but one evaluation resolves well under a 1.5x difference: info only."""
+    path = log_of("keras_jittery_val_healthy")
+    assert not [f for f in loud(path) if f.detector == "eval_noise"]
+    [note] = [f for f in analysis_of(path).findings if f.detector == "eval_noise"]
+    assert note.severity is Severity.INFO and note.metric == "eval/loss"
+    assert "equal within its jitter" in note.title
+    late = [value for step, value in csv_column(path, "val_loss") if step >= 15]
+    resolution = float(note.evidence["resolution"])
+    assert resolution < 0.5 * statistics.median(late)
+    # The same training with a tiny validation set is the warning above: the difference is
+    # the eval set, not the training noise.
+    assert (
+        EXPECTED["keras_tiny_val_set"]["summary"].split(" validated")[0]
+        == (EXPECTED["keras_jittery_val_healthy"]["summary"].split(" validated")[0])
+    )
+
+
 # --- class 7: messages that are true --------------------------------------------------------
 
 
