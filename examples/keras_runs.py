@@ -88,8 +88,11 @@ def fit_logged(
     train: tuple[np.ndarray, np.ndarray],
     data: Digits,
     epochs: int,
+    batch_size: int = 32,
+    val_rows: int | None = None,
 ) -> dict[str, list[float]]:
-    """Compile, fit with ``CSVLogger`` into ``examples/<name>/training.log``, return History."""
+    """Compile, fit with ``CSVLogger`` into ``examples/<name>/training.log``, return History.
+    Validation on the first `val_rows` eval digits (all by default)."""
     folder = HERE / name
     folder.mkdir(exist_ok=True)
     model.compile(
@@ -100,8 +103,8 @@ def fit_logged(
     history = model.fit(
         *train,
         epochs=epochs,
-        batch_size=32,
-        validation_data=(data.x_eval, data.y_eval),
+        batch_size=batch_size,
+        validation_data=(data.x_eval[:val_rows], data.y_eval[:val_rows]),
         verbose=0,
         callbacks=[keras.callbacks.CSVLogger(str(folder / LOG_NAME))],
     )
@@ -239,23 +242,8 @@ def jittery_fit(name: str, data: Digits, val_rows: int) -> dict[str, list[float]
             keras.layers.Dense(10, activation="softmax"),
         ]
     )
-    folder = HERE / name
-    folder.mkdir(exist_ok=True)
-    model.compile(
-        optimizer=keras.optimizers.Adam(JITTERY_LR),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    history = model.fit(
-        data.x_train[:JITTERY_ROWS],
-        data.y_train[:JITTERY_ROWS],
-        epochs=JITTERY_EPOCHS,
-        batch_size=JITTERY_BATCH,
-        validation_data=(data.x_eval[:val_rows], data.y_eval[:val_rows]),
-        verbose=0,
-        callbacks=[keras.callbacks.CSVLogger(str(folder / LOG_NAME))],
-    )
-    return {key: [float(v) for v in values] for key, values in history.history.items()}
+    train = (data.x_train[:JITTERY_ROWS], data.y_train[:JITTERY_ROWS])
+    return fit_logged(name, model, JITTERY_LR, train, data, JITTERY_EPOCHS, JITTERY_BATCH, val_rows)
 
 
 def _setup_text(val_rows: int) -> str:

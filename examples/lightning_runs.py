@@ -150,6 +150,20 @@ def fit(
     return int(trainer.global_step)
 
 
+def val_loss_rise(kind: str, best: dict[str, float], last: dict[str, float]) -> dict[str, Any]:
+    """expected.json's fields of a val_loss that ends above its best (overfitting's id)."""
+    return {
+        "kind": kind,
+        "detector": "overfitting",
+        "metric": "eval/loss",
+        "log_column": "val_loss",
+        "best_step": int(best["step"]),
+        "step_range": [int(best["step"]), int(last["step"])],
+        "best_eval_loss": rounded(best["val_loss"]),
+        "last_eval_loss": rounded(last["val_loss"]),
+    }
+
+
 OVERFIT_ROWS = 100
 OVERFIT_EPOCHS = 120
 
@@ -175,14 +189,7 @@ def lightning_overfit_acc(data: Digits) -> dict[str, Any]:
         "must_be_silent": False,
         "pathologies": [
             {
-                "kind": "overfitting",
-                "detector": "overfitting",
-                "metric": "eval/loss",
-                "log_column": "val_loss",
-                "best_step": int(best["step"]),
-                "step_range": [int(best["step"]), int(last["step"])],
-                "best_eval_loss": rounded(best["val_loss"]),
-                "last_eval_loss": rounded(last["val_loss"]),
+                **val_loss_rise("overfitting", best, last),
                 "best_val_acc_step": int(best_acc["step"]),
                 "best_val_acc": rounded(best_acc["val_acc"]),
                 "val_acc_at_best_eval_loss": rounded(best["val_acc"]),
@@ -299,14 +306,7 @@ def lightning_finetune_lr_too_high(data: Digits) -> dict[str, Any]:
         "must_be_silent": False,
         "pathologies": [
             {
-                "kind": "eval_worse_train_flat",
-                "detector": "overfitting",
-                "metric": "eval/loss",
-                "log_column": "val_loss",
-                "best_step": int(best["step"]),
-                "step_range": [int(best["step"]), int(last["step"])],
-                "best_eval_loss": rounded(best["val_loss"]),
-                "last_eval_loss": rounded(last["val_loss"]),
+                **val_loss_rise("eval_worse_train_flat", best, last),
                 "framework": "lightning",
                 "min_severity": "warning",
             }

@@ -299,6 +299,17 @@ def _check(
     return None
 
 
+def _onset(y: FloatArray, k: int, width: int) -> int:
+    """Index of the lowest raw evaluation of the (smoothed) valley at `k`: the checkpoint a
+    user would go back to, where the episode starts."""
+    lo, hi = max(k - width // 2, 0), k + width // 2 + 1
+    return lo + int(np.argmin(y[lo:hi]))
+
+
+def _percent(rise: float, level: float) -> float:
+    return 100.0 * rise / level if level > 0 else math.inf
+
+
 def _rise_finding(
     run: Run,
     metric: str,
@@ -309,11 +320,8 @@ def _rise_finding(
 ) -> Finding:
     """The finding of a rise from the smoothed minimum (`_rise`)."""
     k = shape.k
-    # The episode starts at the lowest raw evaluation of the smoothed valley: the
-    # checkpoint a user would go back to.
-    lo, hi = max(k - shape.width // 2, 0), k + shape.width // 2 + 1
-    onset = lo + int(np.argmin(y[lo:hi]))
-    rise_pct = 100.0 * shape.rise / shape.level if shape.level > 0 else math.inf
+    onset = _onset(y, k, shape.width)
+    rise_pct = _percent(shape.rise, shape.level)
     sigma = shape.sigma
     noise_text = (
         f"{shape.rise / sigma:.1f}x its point-to-point noise {sigma:.3g}"
@@ -383,9 +391,8 @@ def _sustained_finding(
 ) -> Finding:
     """The finding of a sustained rise above the best evaluation (`sustained_rise`)."""
     k = rise.k
-    lo, hi = max(k - rise.width // 2, 0), k + rise.width // 2 + 1
-    onset = lo + int(np.argmin(y[lo:hi]))
-    rise_pct = 100.0 * rise.rise / rise.level if rise.level > 0 else math.inf
+    onset = _onset(y, k, rise.width)
+    rise_pct = _percent(rise.rise, rise.level)
     first_recent = int(x[-rise.recent])
     base = (
         f"{rise.min_level:.4g} at step {int(x[k])}"
