@@ -150,6 +150,17 @@ def fit(
     return int(trainer.global_step)
 
 
+def epoch_log_layout(steps: int, epochs: int) -> dict[str, Any]:
+    """expected.json's file and step fields of a run validated once per epoch."""
+    return {
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": 1,
+        "eval_steps": steps // epochs,
+    }
+
+
 def val_loss_rise(kind: str, best: dict[str, float], last: dict[str, float]) -> dict[str, Any]:
     """expected.json's fields of a val_loss that ends above its best (overfitting's id)."""
     return {
@@ -197,11 +208,7 @@ def lightning_overfit_acc(data: Digits) -> dict[str, Any]:
                 "min_severity": "warning",
             }
         ],
-        "files": [LOG_FILE],
-        "steps": steps,
-        "max_steps": steps,
-        "logging_steps": 1,
-        "eval_steps": steps // OVERFIT_EPOCHS,
+        **epoch_log_layout(steps, OVERFIT_EPOCHS),
         "facts": {
             "step_convention": "Lightning's global_step: the first batch is step 0; the "
             "epoch's validation row is logged at the epoch's last training step",
@@ -230,11 +237,7 @@ def lightning_accuracy_only(data: Digits) -> dict[str, Any]:
         "must_be_silent": True,
         "no_loss_logged": True,
         "pathologies": [],
-        "files": [LOG_FILE],
-        "steps": steps,
-        "max_steps": steps,
-        "logging_steps": 1,
-        "eval_steps": steps // ACCURACY_EPOCHS,
+        **epoch_log_layout(steps, ACCURACY_EPOCHS),
         "facts": {
             "logged": ["train_acc", "val_acc"],
             "val_acc": [rounded(value) for value in accuracy],
@@ -315,11 +318,7 @@ def lightning_finetune_lr_too_high(data: Digits) -> dict[str, Any]:
             "plateau": "the train loss on the noise-augmented batches does not improve: true, "
             "and the same story (an LR that keeps the loss bouncing on one level)"
         },
-        "files": [LOG_FILE],
-        "steps": steps,
-        "max_steps": steps,
-        "logging_steps": 1,
-        "eval_steps": steps // FINETUNE_EPOCHS,
+        **epoch_log_layout(steps, FINETUNE_EPOCHS),
         "facts": {
             "step_convention": "Lightning's global_step; the validate() before fit is logged "
             "at step 0, each epoch's validation row at the epoch's last training step",
