@@ -30,6 +30,10 @@ MEDIAN_EFFICIENCY = 1.2533
 CONFIDENCE_Z = 1.645
 """One-sided 95%."""
 
+TRAIN_BLOWUP = 10.0
+"""A train loss this many times its level at the eval minimum has blown up (the examples'
+criterion for a loss blow-up): divergence's finding, and the eval's rise is its echo."""
+
 
 @dataclass(frozen=True)
 class SustainedRise:
@@ -173,6 +177,12 @@ class TrainTrend:
     start: TrainLevel | None
     end: TrainLevel | None
     falls: bool
+
+    def blew_up(self) -> bool:
+        """The train loss over the last evaluation interval is `TRAIN_BLOWUP` times (or
+        more) its level over the interval of the eval minimum (both positive)."""
+        start, end = self.start, self.end
+        return start is not None and end is not None and 0 < TRAIN_BLOWUP * start.value <= end.value
 
     def state(self) -> str:
         """'falling' (as `train_trend` decides), 'rising' (the later half's median 10% or

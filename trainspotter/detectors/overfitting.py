@@ -120,6 +120,9 @@ class OverfittingDetector:
        median of the m recent values up to 1.645 x 1.2533 / sqrt(m) sigma above it; sigma
        as in step 2; (c) it persists: each of the last `sustained_evals` evaluations lies
        half the rise or more above the baseline (one bad last evaluation is not a rise).
+       Not when the train loss blew up meanwhile (its level over the last evaluation
+       interval 10x or more its level at the eval minimum): the model diverged, the
+       divergence detector reports that, and the eval's rise is its echo.
        The message names what the train loss did: kept falling (then the title says
        overfitting), rose (its later half's median 10% over its earlier half's), or is
        flat (no significant downward trend; Kendall's tau and the Mann-Kendall p are
@@ -180,7 +183,10 @@ class OverfittingDetector:
     causal_rank = 6
     whole_run = True
     drives_same_step = False
-    summary = "An eval loss rising from its minimum while the train loss keeps falling."
+    summary = (
+        "An eval loss rising from its minimum while the train loss keeps falling, or ending "
+        "well above its best evaluation whatever the train loss did."
+    )
     Params = OverfittingParams
 
     def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
@@ -295,7 +301,8 @@ def _check(
         )
         if sustained is not None:
             trend = train_trend(train, x, sustained.k, params.trend_alpha)
-            return _sustained_finding(run, metric, x, y, sustained, trend)
+            if not trend.blew_up():
+                return _sustained_finding(run, metric, x, y, sustained, trend)
     return None
 
 
