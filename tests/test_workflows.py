@@ -84,10 +84,17 @@ def test_image_is_multi_arch_with_sbom_and_provenance() -> None:
     meta = next(
         s for _, s in _steps(release) if s.get("uses", "").startswith("docker/metadata-action@")
     )
+    # action.yml runs ghcr.io/...:X, :X.Y, :X.Y.Z or :sha-<40 hex> for an Action used at
+    # vX, vX.Y, vX.Y.Z or a commit SHA: the release must push each of those tags.
     assert meta["with"]["tags"].split() == [
         "type=semver,pattern={{version}}",
+        "type=semver,pattern={{major}}.{{minor}}",
         "type=semver,pattern={{major}}",
+        "type=sha,format=long",
     ]
+    action = (REPO / "action.yml").read_text(encoding="utf-8")
+    assert 'version="sha-$ACTION_REF"' in action
+    assert "^v([0-9]+(\\.[0-9]+){0,2})$" in action
 
 
 def test_release_moves_the_major_tag_and_publishes_the_gallery() -> None:
