@@ -25,6 +25,7 @@ import pytest
 from trainspotter.analysis import ABSTAINED, RAN, Analysis, analyze
 from trainspotter.detectors.eval_rise import SustainedRise, sustained_rise
 from trainspotter.detectors.overfitting import OverfittingParams
+from trainspotter.detectors.stuck import stuck_finding
 from trainspotter.model import Finding, Severity
 from trainspotter.readers import read_log
 from trainspotter.report import REPORTS, RenderOptions
@@ -402,3 +403,16 @@ def test_healthy_examples_are_silent_in_every_report_format(run: str, file: str)
     root = ET.fromstring(junit.encode("utf-8"))
     assert root.get("failures") == "0" and root.get("errors") == "0"
     assert not re.search(r"\bF\d+ (warning|error) steps", junit)
+
+
+def test_an_accuracy_at_exactly_zero_throughout_is_reported_but_not_a_loss() -> None:
+    """A 0.0 is too short a value for the exact-repeat rule (it repeats by rounding), except
+    for an accuracy-like metric that is 0 at every point: never right once."""
+    x = np.arange(5, dtype=np.float64)
+    zeros = np.zeros(5)
+    kwargs = {"min_points": 3, "min_fraction": 0.5, "tolerance": 1e-6}
+    found = stuck_finding("plateau", "eval/f1", x, zeros, **kwargs)
+    assert found is not None and "never right once" in found.message
+    assert stuck_finding("plateau", "eval/aux_loss", x, zeros, **kwargs) is None
+    rising = np.array([0.1, 0.0, 0.0, 0.0, 0.0])
+    assert stuck_finding("plateau", "eval/f1", x, rising, **kwargs) is None

@@ -172,8 +172,11 @@ class PlateauDetector:
        of its points, repeat one value exactly (within `constant_tolerance`, 1e-6 of it:
        float32 round-off). The value must show at least 3 significant digits as logged
        (0.72414, 0.4874342; not 0.0, 1.0, 0.95 or a loss rounded to 0.0001, which repeat by
-       rounding or saturation). An accuracy-like metric must repeat over all its points or
-       at a value worse than its best (an accuracy that settled at its best converged).
+       rounding or saturation), except an accuracy-like metric at exactly 0 at every
+       point: not one example was ever right by it (`lightning_majority_class`: a classifier
+       that never predicts the minority class has val_f1 0.0 at all 30 evaluations).
+       An accuracy-like metric must repeat over all its points or at a value worse than
+       its best (an accuracy that settled at its best converged).
        A loss that never changes is a dead model (zero gradients, LR 0, a stale logged
        value); an eval metric that never moves did not measure a changing model (the
        majority-class share). A large effect needs few points: 3 exact repeats of a
@@ -216,7 +219,9 @@ class PlateauDetector:
     being logged, freezes the same way. Stuck: a
     metric computed on a tiny eval set by a model that has truly converged can repeat one
     value (only a value worse than its best, or over the whole log, is reported); a logger
-    that re-logs a cached value between real evaluations looks stuck.
+    that re-logs a cached value between real evaluations looks stuck. An accuracy-like
+    metric at 0 throughout can be true of a hard task early on (exact match of generated
+    text in a short run): the warning is still true of the data, and says what 0 means.
 
     **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at

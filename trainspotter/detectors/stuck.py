@@ -21,7 +21,8 @@ from trainspotter.model import Evidence, Finding, FloatArray, Severity
 MIN_DIGITS = 3
 """A repeated value must show at least this many significant digits as logged (0.72414,
 0.4874342): a value with fewer (0.0, 1.0, 0.95, a loss rounded to 0.0001) repeats by
-rounding or by saturation, not because nothing changed."""
+rounding or by saturation, not because nothing changed. One exception: an accuracy-like
+metric (by its name) at exactly 0 at every logged point, which no rounding explains."""
 
 
 def significant_digits(value: float) -> int:
@@ -73,7 +74,10 @@ def stuck_finding(
     if y.size < min_points:
         return None
     value = float(y[-1])
-    if significant_digits(value) < MIN_DIGITS:
+    # An accuracy-like metric at exactly 0 at every point is no rounding artefact: not one
+    # example was ever right by it (a class that is never predicted scores F1 0).
+    never_right = value == 0.0 and higher_is_better(metric) is True and bool(np.all(y == 0.0))
+    if significant_digits(value) < MIN_DIGITS and not never_right:
         return None
     count = constant_tail(y, tolerance)
     is_loss = names.is_loss_like(metric)
@@ -88,13 +92,26 @@ def stuck_finding(
         if whole
         else f"at its last {count} of {y.size} logged points (steps {since}-{int(x[-1])})"
     )
-    if names.is_eval(metric) and not is_loss:
+    if never_right:
+        meaning = (
+            "an accuracy-like metric that is 0 at every point was never right once: the "
+            "model predicts one class only (F1, precision or recall of a class it never "
+            "predicts is 0) or the metric is not computed from the model's output."
+        )
+        fixes: tuple[str, ...] = (
+            f"Count the predictions per class on the eval set: if the class {metric} "
+            "measures is never predicted, weight the loss by class (pos_weight, "
+            "class_weight) or resample the training data.",
+            f"Check what {metric} is computed from: the model's predictions on the eval set, "
+            "after the forward pass, with the right argmax/threshold and label encoding.",
+        )
+    elif names.is_eval(metric) and not is_loss:
         meaning = (
             "an eval metric that stops moving did not measure a changing model: the model "
             "predicts the same thing for every example (a constant accuracy is often the "
             "majority-class share) or the metric is not computed from the model's output."
         )
-        fixes: tuple[str, ...] = (
+        fixes = (
             f"Check what {metric} is computed from: the model's predictions on the eval set, "
             "after the forward pass, with the right argmax/threshold.",
             "Compare it with the class balance of the eval set: a model that predicts the "
