@@ -46,6 +46,22 @@ class ReportFormat(Protocol):
         ...
 
 
+class TextReport:
+    """A format whose text is one function of the analyses and the gate's level
+    (`fail_on`): HTML, Markdown, GitHub annotations, JUnit. Colour, width and the detail
+    flags are the terminal report's and do not reach it."""
+
+    def __init__(
+        self, name: str, description: str, text: Callable[[Sequence[Analysis], Severity], str]
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.text = text
+
+    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
+        return self.text(analyses, options.fail_on)
+
+
 class JsonDocumentReport:
     """A format that is one JSON document built by `document` (JSON, SARIF, GitLab Code
     Quality): indented, newline-terminated, and strict, so a NaN or infinity that slipped

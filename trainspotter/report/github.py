@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.paths import shown_path
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import TextReport
 from trainspotter.report.common import (
     SEVERITIES_WORST_FIRST,
     active_findings,
@@ -97,14 +97,9 @@ def render_annotations(analyses: Sequence[Analysis], fail_on: Severity = Severit
     return "".join(line + "\n" for line in lines)
 
 
-class GithubReport:
-    """Workflow commands that GitHub turns into annotations on the log files."""
-
-    name = "github"
-    description = "GitHub Actions annotations (::error/::warning/::notice), 10 per kind"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return render_annotations(analyses, options.fail_on)
-
-
-REPORT = GithubReport()
+REPORT = TextReport(
+    "github",
+    "GitHub Actions annotations (::error/::warning/::notice), 10 per kind",
+    render_annotations,
+)
+"""Workflow commands that GitHub turns into annotations on the log files."""

@@ -28,7 +28,7 @@ from trainspotter import __version__
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.paths import shown_path
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import TextReport
 from trainspotter.report.common import (
     chain_findings,
     chain_link,
@@ -431,14 +431,9 @@ def render_html(analyses: Sequence[Analysis]) -> str:
     )
 
 
-class HtmlReport:
-    """A self-contained HTML page with inline SVG charts."""
-
-    name = "html"
-    description = "self-contained HTML page with charts (no scripts, no external resources)"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return render_html(analyses)
-
-
-REPORT = HtmlReport()
+REPORT = TextReport(
+    "html",
+    "self-contained HTML page with charts (no scripts, no external resources)",
+    lambda analyses, _fail_on: render_html(analyses),
+)
+"""A self-contained HTML page with inline SVG charts (the same for every `fail_on`)."""

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from trainspotter.analysis import RAN, Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.paths import shown_path
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import TextReport
 from trainspotter.report.common import detector_ids, log_label, step_range
 from trainspotter.report.escape import format_number, xml_text
 
@@ -97,14 +97,6 @@ def render_junit(analyses: Sequence[Analysis], fail_on: Severity) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-class JunitReport:
-    """JUnit XML (one test case per detector per log)."""
-
-    name = "junit"
-    description = "JUnit XML: one test case per detector per log, failing at --fail-on"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return render_junit(analyses, options.fail_on)
-
-
-REPORT = JunitReport()
+REPORT = TextReport(
+    "junit", "JUnit XML: one test case per detector per log, failing at --fail-on", render_junit
+)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from trainspotter.analysis import Analysis
 from trainspotter.model import Finding, Severity
 from trainspotter.report import comparison
-from trainspotter.report.base import RenderOptions
+from trainspotter.report.base import TextReport
 from trainspotter.report.common import (
     chain_findings,
     chain_link,
@@ -400,14 +400,9 @@ def render_markdown(
     return text
 
 
-class MarkdownReport:
-    """GitHub-flavoured Markdown for job summaries and PR comments."""
-
-    name = "markdown"
-    description = "Markdown for a GitHub job summary or PR comment, with a loss chart (< 1 MiB)"
-
-    def render(self, analyses: Sequence[Analysis], options: RenderOptions) -> str:
-        return render_markdown(analyses, fail_on=options.fail_on)
-
-
-REPORT = MarkdownReport()
+REPORT = TextReport(
+    "markdown",
+    "Markdown for a GitHub job summary or PR comment, with a loss chart (< 1 MiB)",
+    lambda analyses, fail_on: render_markdown(analyses, fail_on=fail_on),
+)
+"""GitHub-flavoured Markdown for job summaries and PR comments."""
