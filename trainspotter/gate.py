@@ -170,23 +170,25 @@ def _gate_markdown(
     tail: list[str] = []
     if failures:
         tail.append("\n### Not checked\n")
-        tail.extend(
-            f"- `{_code_span(p.display)}`: {markdown_text(p.reason[:500])}"
-            for p in failures[:SKIPPED_LISTED]
-        )
-        if len(failures) > SKIPPED_LISTED:
-            tail.append(f"- and {len(failures) - SKIPPED_LISTED} more (see the job log)")
+        tail.extend(_problem_items(failures, " (see the job log)", limit=500))
         tail.append("")
     if skipped:
         tail.append(f"\n<details><summary>{len(skipped)} matched paths skipped</summary>\n")
-        tail.extend(
-            f"- `{_code_span(p.display)}`: {markdown_text(p.reason)}"
-            for p in skipped[:SKIPPED_LISTED]
-        )
-        if len(skipped) > SKIPPED_LISTED:
-            tail.append(f"- and {len(skipped) - SKIPPED_LISTED} more")
+        tail.extend(_problem_items(skipped, ""))
         tail.append("\n</details>\n")
     return head, "\n".join(tail)
+
+
+def _problem_items(problems: Sequence[Problem], more: str, limit: int | None = None) -> list[str]:
+    """Up to SKIPPED_LISTED problems as list items (reasons cut at `limit`), then the rest
+    counted: `- and N more{more}`."""
+    items = [
+        f"- `{_code_span(p.display)}`: {markdown_text(p.reason[:limit])}"
+        for p in problems[:SKIPPED_LISTED]
+    ]
+    if len(problems) > SKIPPED_LISTED:
+        items.append(f"- and {len(problems) - SKIPPED_LISTED} more{more}")
+    return items
 
 
 def _code_span(text: str) -> str:
@@ -204,13 +206,10 @@ def _markdown(
     note: str | None,
     fail_on: Severity = Severity.ERROR,
 ) -> str:
-    extra = head + tail + (f"\n{note}\n" if note else "")
-    body = (
-        render_markdown(analyses, max(limit - len(extra.encode("utf-8")), 16 * 1024), fail_on)
-        if analyses
-        else ""
-    )
-    return head + body + tail + (f"\n{note}\n" if note else "")
+    note_text = f"\n{note}\n" if note else ""
+    room = max(limit - len((head + tail + note_text).encode("utf-8")), 16 * 1024)
+    body = render_markdown(analyses, room, fail_on) if analyses else ""
+    return head + body + tail + note_text
 
 
 def _index_html(entries: Sequence[tuple[str, str, Severity | None]]) -> str:
@@ -308,11 +307,15 @@ def _check(plan: _Plan, options: GateOptions) -> _Checked:
     )
     for target, result in zip(collected.targets, results, strict=True):
         if isinstance(result, TrainspotterError):
-            problem = getattr(result, "problem", None) or str(result)
-            checked.failures.append(Problem(target.display, str(problem)))
+            checked.failures.append(_not_checked(target.display, result))
         else:
             checked.analyses.extend(result)
     return checked
+
+
+def _not_checked(display: str, error: TrainspotterError) -> Problem:
+    """A log that could not be checked: the error's `problem`, else its whole message."""
+    return Problem(display, str(getattr(error, "problem", None) or error))
 
 
 def _compare(plan: _Plan, checked: _Checked) -> None:
@@ -325,8 +328,7 @@ def _compare(plan: _Plan, checked: _Checked) -> None:
         try:
             baseline = load_baseline(config.baseline, config, base=plan.base)
         except TrainspotterError as exc:
-            problem = getattr(exc, "problem", None) or str(exc)
-            checked.failures.append(Problem(f"baseline {config.baseline}", str(problem)))
+            checked.failures.append(_not_checked(f"baseline {config.baseline}", exc))
             return
     checked.analyses = [compare_analyses(a, baseline, config) for a in checked.analyses]
 
