@@ -128,9 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_report_options(cmd: argparse.ArgumentParser) -> None:
     """The options `analyze` and `compare` share: config, format, reports, fail_on, run."""
-    cmd.add_argument(
-        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
-    )
+    _add_config_option(cmd)
     cmd.add_argument(
         "--format", choices=sorted(READERS), help="force the log format (default: sniffed)"
     )
@@ -153,6 +151,13 @@ def _add_report_options(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
     add_detail_flags(cmd, finding=True)
+
+
+def _add_config_option(cmd: argparse.ArgumentParser) -> None:
+    """`--config FILE`, as analyze, compare, watch and gate take it."""
+    cmd.add_argument(
+        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -205,9 +210,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
         metavar="S",
         help="stop (with the final analysis and summary) once no log grew for S seconds",
     )
-    watch_cmd.add_argument(
-        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
-    )
+    _add_config_option(watch_cmd)
     watch_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
     watch_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
     watch_cmd.add_argument(
@@ -233,9 +236,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
         "0 (pass), 1 (a finding at or above fail_on) or 2 (a log could not be checked).",
     )
     gate_cmd.add_argument("patterns", nargs="*", metavar="PATTERN", help="glob pattern of logs")
-    gate_cmd.add_argument(
-        "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
-    )
+    _add_config_option(gate_cmd)
     gate_cmd.add_argument(
         "--fail-on",
         type=severity_choice,
