@@ -108,12 +108,6 @@ class Analysis:
     """Set when the run was compared with a baseline or checked against `rules:`
     (`trainspotter.compare`): what was compared, for every report."""
 
-    def examined_anything(self) -> bool:
-        """Whether any detector ran (a log where all abstained is not "healthy")."""
-        return any(c.status == RAN for c in self.checks) or (
-            not self.checks and bool(self.detectors_run)
-        )
-
     @property
     def worst(self) -> Severity | None:
         """The highest severity among unsuppressed findings, or None."""

@@ -319,8 +319,6 @@ class HfTail:
         self._seen: tuple[int, int, int] | None = None
         self._state: dict[str, Any] | None = None
         self._file: Path | None = None
-        self.waiting: str | None = None
-        """Why the last changed file was not taken (e.g. it does not parse yet)."""
         self.points = 0
 
     def poll(self, final: bool = False) -> Growth:
@@ -339,13 +337,11 @@ class HfTail:
             return growth
         try:
             state = self.reader.state_from_text(read_text(file, self.display), self.display)
-        except InputError as exc:
+        except InputError:
             # Half-written (the Trainer is saving): keep the last good state, try again.
-            self.waiting = exc.problem
             if final:
                 raise
             return growth
-        self.waiting = None
         self._seen = key
         old = self._state["log_history"] if self._state is not None else []
         new = state["log_history"]

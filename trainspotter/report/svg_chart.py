@@ -31,7 +31,6 @@ from trainspotter.report.common import step_range
 from trainspotter.report.downsample import m4_indices
 from trainspotter.report.escape import format_number, html_name, html_text, shorten
 
-FONT_PX = 12
 TITLE_ROW = 22
 LABEL_ROW = 16
 MAX_LABEL_ROWS = 3

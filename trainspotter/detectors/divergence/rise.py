@@ -29,8 +29,6 @@ class Rise:
     end_step: int
     """The last step still risen (the last logged step for an ongoing rise)."""
     end_level: float
-    ongoing: bool
-    """Still risen at the end of the log."""
     evidence: Evidence
     detail: str
     """One sentence with the test's numbers."""
@@ -150,7 +148,6 @@ def tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> Rise | 
         peak_level=_to_units(float(ts[i_peak]), in_log),
         end_step=int(x[-1]),
         end_level=end_level,
-        ongoing=True,
         evidence=evidence,
         detail=detail,
         in_log=in_log,
@@ -219,7 +216,6 @@ def transient_rises(x: FloatArray, y: FloatArray, run: Run, params: DivergencePa
                 peak_level=peak_level,
                 end_step=int(xs[end]),
                 end_level=after,
-                ongoing=False,
                 evidence=evidence,
                 detail=detail,
             )
