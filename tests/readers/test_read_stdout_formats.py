@@ -280,3 +280,14 @@ def test_fast_paths_agree_on_any_numbers(
             read_log(path, fmt="stdout")
         return
     assert_same_run(read_log(path, fmt="stdout"), full)
+
+
+def test_another_scripts_digit_is_not_read_as_the_shapes_number(
+    make_file: MakeFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`٣` is a digit to `\\d` but not in a Python literal: a dict line holding one must not
+    share the shape (and the plan) of its ASCII neighbours (found by the property above)."""
+    ascii_line = "{'loss': 1, 'grad_norm': 2, 'learning_rate': 3, 'epoch': 4}"
+    other = "{'loss': 3, 'grad_norm': 3, 'learning_rate': 3, 'epoch': ٣}"
+    path = make_file("train.log", "\n".join([ascii_line, other] * 6) + "\n")
+    assert_same_run(read_log(path, fmt="stdout"), read_in_full(path, monkeypatch))

@@ -30,8 +30,11 @@ MAX_SHAPES = 20_000
 MAX_PLANNED_CHARS = 4_000
 """Longer lines are parsed in full (a dict's size limit must see the real length)."""
 
-_DIGIT_RUN = re.compile(r"\d+")
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+# ASCII digits only: a shape abstracts the digits every line of it writes alike. Another
+# script's digit (`٣`) stays literal in the shape, so such a line is parsed in full, where
+# a dict's literal_eval refuses it and a plain line's number may still be read.
+_DIGIT_RUN = re.compile(r"[0-9]+")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _ANY_DIGIT = re.compile(r"\d")
 CONTROL = ("\r", "\x1b", "\x08")
 """Characters that split a line into several printed pieces (see `stdout.clean`)."""
