@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from workspace_support import DIVERGENT, HEALTHY, REPO
 
+from trainspotter import gate
 from trainspotter.cli import main
 from trainspotter.config import Config, parse_config
 from trainspotter.discover import expand_patterns
@@ -304,3 +305,11 @@ def test_analyze_inside_github_actions_is_fenced(
     main(["analyze", DIVERGENT, "--output", "github"])
     annotations = capsys.readouterr().out
     assert annotations.startswith("::error ") and "stop-commands" not in annotations
+
+
+def test_a_listed_path_cannot_reorder_break_or_close_its_code_span() -> None:
+    """The summary lists unreadable and skipped logs by path in a Markdown code span: a
+    bidi override would show the name in another order (`run\u202etxt.exe`), a line
+    separator or escape sequence would break the line, a backtick would close the span."""
+    listed = gate._code_span("runs/a\u202eb`c\u2028d\x1b[31me\u2066f.csv")
+    assert listed == "runs/ab'cdef.csv"

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ from trainspotter.paths import shown_path
 from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.common import total_counts
 from trainspotter.report.escape import (
+    code_span_text,
     fence_workflow_commands,
     markdown_text,
     workflow_message,
@@ -192,10 +192,9 @@ def _problem_items(problems: Sequence[Problem], more: str, limit: int | None = N
 
 
 def _code_span(text: str) -> str:
-    """Log-derived text inside a Markdown code span: no backtick can close it, no
-    control character can break the line; code spans render no HTML or links."""
-    cleaned = re.sub(r"[\x00-\x1f\x7f-\x9f]", "", text).replace("`", "'")
-    return cleaned[:300]
+    """Log-derived text inside a Markdown code span (`escape.code_span_text`), at most
+    300 characters."""
+    return code_span_text(text)[:300]
 
 
 def _markdown(

@@ -53,6 +53,14 @@ def message_text(text: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def code_span_text(text: str) -> str:
+    """Log text for inside a Markdown code span (a path in the gate's lists): escape
+    sequences, control, bidi and line-separator characters removed, so the span stays
+    one line that reads in its real order, and backticks turned into `'`, so nothing can
+    close it; a code span renders no HTML, links or mentions."""
+    return terminal_text(text).replace("`", "'")
+
+
 def format_number(value: float | int | str) -> str:
     """A number for humans, as every report writes it (`wording.value`)."""
     return wording.value(value)
@@ -173,6 +181,7 @@ def xml_text(text: str) -> str:
 
 SINKS: dict[str, Callable[[str], str]] = {
     "terminal_text": terminal_text,
+    "code_span_text": code_span_text,
     "html_text": html_text,
     "markdown_text": markdown_text,
     "workflow_message": workflow_message,
