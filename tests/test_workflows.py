@@ -1,6 +1,7 @@
 """The workflows keep the release promises that actionlint and zizmor do not check.
 
-Every third-party action is pinned by a full commit SHA with its tag beside it; the
+Every third-party action (in the workflows and in action.yml) is pinned by a full commit
+SHA with its tag beside it; the
 release publishes to PyPI by trusted publishing only (an OIDC token, no stored secret),
 builds the multi-arch image with SBOM and provenance, and calls the Pages workflow.
 """
@@ -32,7 +33,7 @@ def _steps(workflow: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*WORKFLOWS, REPO / "action.yml"], ids=lambda p: p.name)
 def test_every_action_is_pinned_by_commit_sha_with_its_tag(path: Path) -> None:
     lines = [
         line.split("uses:", 1)[1].strip()

