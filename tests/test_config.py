@@ -32,7 +32,7 @@ from trainspotter.config import (
     reference_markdown,
     schema_text,
 )
-from trainspotter.config.generated import REFERENCE_FILE
+from trainspotter.config.reference import REFERENCE_FILE
 from trainspotter.detectors import DETECTORS
 from trainspotter.model import Finding, Run, Severity
 

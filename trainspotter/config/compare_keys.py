@@ -16,12 +16,12 @@ import yaml
 from trainspotter.compare.rules import ThresholdRule
 
 if TYPE_CHECKING:
-    from trainspotter.config.parse import _Parser
+    from trainspotter.config.yaml_walker import YamlWalker
 
 RULE_KEYS = ("metric", "max", "min")
 
 
-def parse_baseline(parser: _Parser, node: yaml.Node) -> str | None:
+def parse_baseline(parser: YamlWalker, node: yaml.Node) -> str | None:
     """The baseline log's path (a file or folder, relative to the working folder); null
     is no baseline."""
     if isinstance(node, yaml.ScalarNode) and parser.scalar(node) is None:
@@ -32,7 +32,7 @@ def parse_baseline(parser: _Parser, node: yaml.Node) -> str | None:
     return path
 
 
-def _bound(parser: _Parser, node: yaml.Node, key: str) -> float:
+def _bound(parser: YamlWalker, node: yaml.Node, key: str) -> float:
     value = parser.scalar(node)
     if not isinstance(value, int | float) or isinstance(value, bool):
         parser.fail(node, key, "expected a number")
@@ -43,7 +43,7 @@ def _bound(parser: _Parser, node: yaml.Node, key: str) -> float:
     return number
 
 
-def parse_rules(parser: _Parser, node: yaml.Node) -> tuple[ThresholdRule, ...]:
+def parse_rules(parser: YamlWalker, node: yaml.Node) -> tuple[ThresholdRule, ...]:
     """`rules:`: a list of `{metric, max, min}` with a metric and at least one bound."""
     if not isinstance(node, yaml.SequenceNode):
         parser.fail(node, "rules", "expected a list of rules ({metric: ..., max: ...})")

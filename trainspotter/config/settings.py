@@ -6,7 +6,8 @@ to an analysis, and the `report` section. Also here: the matching rules of `igno
 and `format` patterns (`path_pattern_regex`), and the names each of the parser, the schema
 and the CLI needs (`GATE_OUTPUTS`, `ARTIFACT_NAME_FORBIDDEN`), stated once.
 
-This module parses no YAML (`parse.py`) and generates no documentation (`generated.py`).
+This module parses no YAML (`parse.py`) and generates no documentation (`schema.py`,
+`init_file.py`, `reference.py`).
 """
 
 from __future__ import annotations
