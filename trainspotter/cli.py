@@ -55,13 +55,12 @@ from trainspotter.report.wording import PIPED_WIDTH, color_wanted, terminal_widt
 from trainspotter.safe_write import replaces_input, write_file
 from trainspotter.sweep import add_sweep_flags, sweep_options
 from trainspotter.terminal_options import (
-    FAIL_ON_HELP,
     add_color_flag,
     add_detail_flags,
+    add_fail_on_flag,
     check_finding_id,
     explain_text,
     param_defaults,
-    severity_choice,
 )
 from trainspotter.verdict import exit_code
 
@@ -141,12 +140,9 @@ def _add_report_options(cmd: argparse.ArgumentParser) -> None:
             dest=f"extra_{fmt}",
             help=f"also write the {fmt} report to FILE (alongside --output)",
         )
-    cmd.add_argument(
-        "--fail-on",
-        type=severity_choice,
-        metavar=FAIL_ON_HELP,
-        default=None,
-        help="exit 1 when a finding is at or above this severity (default: the config's "
+    add_fail_on_flag(
+        cmd,
+        "exit 1 when a finding is at or above this severity (default: the config's "
         "fail_on, else error)",
     )
     cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
@@ -195,12 +191,9 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
     watch_cmd.add_argument(
         "--interval", type=_positive_float, default=2.0, metavar="S", help="seconds between polls"
     )
-    watch_cmd.add_argument(
-        "--fail-on",
-        type=severity_choice,
-        metavar=FAIL_ON_HELP,
-        default=None,
-        help="exit 1 when a final finding is at or above this severity, and stop watching at "
+    add_fail_on_flag(
+        watch_cmd,
+        "exit 1 when a final finding is at or above this severity, and stop watching at "
         "the first one (default: the config's fail_on, else error, without stopping early)",
     )
     watch_cmd.add_argument(
@@ -237,12 +230,7 @@ def _add_gate_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     gate_cmd.add_argument("patterns", nargs="*", metavar="PATTERN", help="glob pattern of logs")
     _add_config_option(gate_cmd)
-    gate_cmd.add_argument(
-        "--fail-on",
-        type=severity_choice,
-        metavar=FAIL_ON_HELP,
-        help="override the config's fail_on",
-    )
+    add_fail_on_flag(gate_cmd, "override the config's fail_on")
     gate_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
     gate_cmd.add_argument(
         "--report-dir", metavar="DIR", help="override the config's report.directory"
@@ -285,7 +273,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     """Read, analyse, render; exit by the shared rule (`trainspotter.verdict`). An
     unreadable log raises (exit 2) before anything is rendered."""
     config = load_config(args.config)
-    fail_on = Severity.parse(args.fail_on) if args.fail_on else config.fail_on
+    fail_on = args.fail_on or config.fail_on
     analyses: list[Analysis] = analyze_paths(
         args.paths,
         config,
@@ -346,7 +334,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             fmt=args.format,
             run_name=args.run,
             interval=args.interval,
-            fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
+            fail_on=args.fail_on,
             exec_command=tuple(args.exec_command or ()),
             idle_exit=args.idle_exit,
             color=color_wanted(args.color, sys.stdout),
@@ -389,7 +377,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     options = GateOptions(
         patterns=tuple(args.patterns),
         config=config,
-        fail_on=Severity.parse(args.fail_on) if args.fail_on else None,
+        fail_on=args.fail_on,
         format=args.format,
         report_dir=Path(args.report_dir) if args.report_dir else None,
         outputs=outputs,

@@ -25,14 +25,20 @@ SEVERITY_CHOICES = [s.label for s in Severity]
 FAIL_ON_HELP = "{" + ",".join(SEVERITY_CHOICES) + "}"
 
 
-def severity_choice(text: str) -> str:
+def severity_choice(text: str) -> Severity:
     """A `--fail-on` value; a typo gets a did-you-mean (argparse's `choices` has none)."""
     if text not in SEVERITY_CHOICES:
         raise argparse.ArgumentTypeError(
             f"invalid choice: {text!r}{did_you_mean(text, SEVERITY_CHOICES)} "
             f"(choose from {', '.join(SEVERITY_CHOICES)})"
         )
-    return text
+    return Severity.parse(text)
+
+
+def add_fail_on_flag(command: argparse.ArgumentParser, effect: str) -> None:
+    """`--fail-on LEVEL` (analyze, compare, watch, gate): a Severity, or None when not
+    given; `effect` is its help, what the level does in that command."""
+    command.add_argument("--fail-on", type=severity_choice, metavar=FAIL_ON_HELP, help=effect)
 
 
 def add_detail_flags(command: argparse.ArgumentParser, *, finding: bool) -> None:

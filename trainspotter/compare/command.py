@@ -72,6 +72,6 @@ def run_compare(args: argparse.Namespace) -> tuple[list[Analysis], Severity, str
     baseline = args.baseline or config.baseline
     if baseline is None:
         raise UsageError("compare needs --baseline BASELINE (or `baseline:` in the config)")
-    fail_on = Severity.parse(args.fail_on) if args.fail_on else config.fail_on
+    fail_on: Severity = args.fail_on or config.fail_on
     analyses = compare_paths(args.candidate, baseline, config, fmt=args.format, run_name=args.run)
     return analyses, fail_on, baseline
