@@ -12,6 +12,7 @@ from synth import make_run
 from trainspotter import analysis
 from trainspotter.analysis import AnalysisSettings, analyze
 from trainspotter.detectors import DETECTORS
+from trainspotter.detectors.base import Detector
 from trainspotter.model import Finding, Run, Severity
 
 
@@ -20,12 +21,9 @@ class _NoParams:
     pass
 
 
-class _Planted:
-    """A stand-in detector that returns fixed findings, to test analysis alone. It links
-    like the registered detector of its name (its causal rank and role)."""
-
-    Params = _NoParams
-    summary = "test"
+class _Planted(Detector, name="planted", params=_NoParams, causal_rank=0, summary="test"):
+    """A stand-in detector that returns fixed findings, to test analysis alone. It takes
+    the name of a registered detector and links like it (its causal rank and role)."""
 
     def __init__(self, name: str, findings: list[Finding]) -> None:
         self.name = name

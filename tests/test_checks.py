@@ -13,7 +13,7 @@ from synth import every, make_run
 
 from trainspotter.analysis import ABSTAINED, DISABLED, RAN, Analysis, AnalysisSettings, analyze
 from trainspotter.detectors import DETECTORS
-from trainspotter.detectors.base import Abstain, scope_of
+from trainspotter.detectors.base import Abstain
 from trainspotter.model import Run
 from trainspotter.readers import read_log
 from trainspotter.report import REPORTS, RenderOptions
@@ -38,7 +38,7 @@ def render(name: str, analysis: Analysis) -> str:
 
 def test_every_registered_detector_gets_one_check() -> None:
     analysis = analyze(read_log(ROOT / "examples" / "healthy"))
-    single_run = [n for n, d in DETECTORS.items() if not getattr(d, "needs_baseline", False)]
+    single_run = [n for n, d in DETECTORS.items() if not d.needs_baseline]
     assert [c.detector for c in analysis.checks] == single_run
     ran = {c.detector: c for c in analysis.checks if c.status == RAN}
     assert ran["spikes"].metrics and "train/loss" in ran["spikes"].metrics
@@ -73,7 +73,7 @@ def test_an_abstaining_scope_never_hides_a_finding(example: Path) -> None:
     run = read_log(example)
     for name, detector in DETECTORS.items():
         params = detector.Params()
-        if isinstance(scope_of(detector, run, params), Abstain):
+        if isinstance(detector.scope(run, params), Abstain):
             assert detector.detect(run, params) == [], name
 
 

@@ -59,7 +59,7 @@ def test_detector_doc_example_is_what_the_detector_does(name: str) -> None:
     assert flagged, f"{name}: the example names no bundled log and step"
     path, step = REPO / flagged.group(1), int(flagged.group(2))
     baseline = re.search(r"against\s+`(examples/[^`]+)`", example)
-    if getattr(detector, "needs_baseline", False):  # compares two runs: name both
+    if detector.needs_baseline:  # compares two runs: name both
         assert baseline, f"{name}: the example names no baseline"
         _check_comparison_example(name, path, REPO / baseline.group(1), step, example)
         return

@@ -30,7 +30,7 @@ from trainspotter.config import (
     reference_markdown,
 )
 from trainspotter.detectors import DETECTORS
-from trainspotter.detectors.base import Above
+from trainspotter.detectors.base import Above, Abstain, Detector, Reads, Scope
 from trainspotter.model import Finding, Run, Severity
 from trainspotter.names import TRAIN_LOSS
 
@@ -49,19 +49,18 @@ class WobbleParams:
     """Abstain below this many logged points."""
 
 
-class WobbleDetector:
+class WobbleDetector(
+    Detector,
+    name=NAME,
+    params=WobbleParams,
+    causal_rank=1,
+    summary="Swings of a metric (a detector registered by a test).",
+):
     """A detector no module of the package names.
 
     **What it finds.** The highest `train/loss` point after the first tenth of the run, on
     at least `min_points` points (`min_swing` is there to be configured, not used).
     """
-
-    name = NAME
-    summary = "Swings of a metric (a detector registered by a test)."
-    Params = WobbleParams
-    causal_rank = 1
-    whole_run = False
-    drives_same_step = False
 
     def detect(self, run: Run, params: WobbleParams) -> list[Finding]:
         loss = run.metrics.get(TRAIN_LOSS)
@@ -216,3 +215,37 @@ def test_it_is_listed_and_explained(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.startswith(f"{NAME}: {WobbleDetector.summary}\n\nA detector no module")
     assert "What it finds. The highest train/loss point" in out  # Markdown rendered
+
+
+def test_undeclared_facts_take_the_defaults_and_no_reads_means_it_runs() -> None:
+    detector = WobbleDetector()
+    assert (detector.whole_run, detector.drives_same_step, detector.needs_baseline) == (
+        False,
+        False,
+        False,
+    )
+    assert detector.scope(_spiky_run(), WobbleParams()) == Scope(metrics=())
+
+
+def test_reads_is_the_scope_and_its_absence_is_the_reason() -> None:
+    class Reader(
+        WobbleDetector,
+        name="wobble_eval",
+        params=WobbleParams,
+        causal_rank=1,
+        reads=Reads(lambda m: m.startswith("eval/"), "no eval metric"),
+        summary="Reads eval metrics only.",
+    ):
+        pass
+
+    steps = every(100, 1)
+    run = make_run({TRAIN_LOSS: (steps, decaying_loss(steps, seed=3))})
+    assert Reader().scope(run, WobbleParams()) == Abstain("no eval metric")
+    both = make_run({TRAIN_LOSS: (steps, steps * 1.0), "eval/loss": (steps, steps * 1.0)})
+    assert Reader().scope(both, WobbleParams()) == Scope(metrics=("eval/loss",))
+    assert WobbleDetector.name == NAME  # the subclass's keywords are its own
+
+
+def test_a_declaration_missing_a_fact_is_refused_when_the_class_is_made() -> None:
+    with pytest.raises(TypeError, match="causal_rank"):
+        type("Undeclared", (Detector,), {}, name="x", params=WobbleParams, summary="s")

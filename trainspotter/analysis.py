@@ -37,7 +37,7 @@ import numpy as np
 
 from trainspotter.compare.model import Comparison
 from trainspotter.detectors import DETECTORS
-from trainspotter.detectors.base import Abstain, scope_of
+from trainspotter.detectors.base import Abstain
 from trainspotter.model import Finding, Run, Severity
 
 LINK_TOLERANCE = 0.02
@@ -139,13 +139,13 @@ def run_detectors(
     ran: list[str] = []
     checks: list[Check] = []
     for name, detector in DETECTORS.items():
-        if getattr(detector, "needs_baseline", False):
+        if detector.needs_baseline:
             continue  # compares two runs: `trainspotter.compare` runs it, with a baseline
         if settings.enabled is not None and name not in settings.enabled:
             checks.append(Check(name, DISABLED, reason="disabled in the configuration"))
             continue
         params = settings.params.get(name) or detector.Params()
-        scope = scope_of(detector, run, params)
+        scope = detector.scope(run, params)
         if isinstance(scope, Abstain):
             checks.append(Check(name, ABSTAINED, reason=scope.reason))
             continue

@@ -10,7 +10,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Detector, Reads
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "eval_noise"
@@ -111,7 +111,15 @@ def is_quality_metric(metric: str) -> bool:
     return names.is_loss_like(metric) or _QUALITY.search(lowered) is not None
 
 
-class EvalNoiseDetector:
+class EvalNoiseDetector(
+    Detector,
+    name=NAME,
+    params=EvalNoiseParams,
+    causal_rank=7,
+    whole_run=True,
+    reads=Reads(is_quality_metric, "no evaluation metric"),
+    summary="An eval metric whose jitter is large compared with its improvement.",
+):
     """Finds an eval metric whose evaluation-to-evaluation jitter is large compared with
     its improvement, so checkpoints cannot be ranked by it.
 
@@ -202,17 +210,6 @@ class EvalNoiseDetector:
     second half of the run, where every evaluation used a fresh random 16 eval samples.
     Silent on `examples/healthy/trainer_state.json`.
     """
-
-    name = NAME
-    causal_rank = 7
-    whole_run = True
-    drives_same_step = False
-    summary = "An eval metric whose jitter is large compared with its improvement."
-    Params = EvalNoiseParams
-
-    def scope(self, run: Run, params: EvalNoiseParams) -> Scope | Abstain:
-        """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        return scope_or_abstain(filter(is_quality_metric, run.metrics), "no evaluation metric")
 
     def detect(self, run: Run, params: EvalNoiseParams) -> list[Finding]:
         """One finding per quality eval metric too noisy to rank checkpoints by."""

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import idioms, loss_scale, stats
-from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Above, Detector, Reads
 from trainspotter.model import Evidence, Finding, Run, Series, Severity
 
 NAME = "grad_norm"
@@ -76,7 +76,17 @@ def is_grad_norm_metric(metric: str) -> bool:
     return metric == names.GRAD_NORM or ("grad" in lowered and "norm" in lowered)
 
 
-class GradNormDetector:
+class GradNormDetector(
+    Detector,
+    name=NAME,
+    params=GradNormParams,
+    # After the losses: one bad batch makes a loss spike and a gradient spike at the same
+    # step, and the loss is the headline a person recognises. An explosion that starts
+    # earlier still leads its incident by its step.
+    causal_rank=5,
+    reads=Reads(is_grad_norm_metric, "no gradient-norm metric"),
+    summary="Gradient-norm explosions; a post-clip norm pinned at the clip value.",
+):
     """Finds gradient-norm explosions and gradient clipping that is always active.
 
     **What it finds.** An *explosion*: the gradient norm jumps or climbs to several times
@@ -167,20 +177,6 @@ class GradNormDetector:
     blew up. Silent on `examples/clipping_healthy/trainer_state.json` (clipped at 0.25,
     norms logged before clipping).
     """
-
-    name = NAME
-    # After the losses: one bad batch makes a loss spike and a gradient spike at the same
-    # step, and the loss is the headline a person recognises. An explosion that starts
-    # earlier still leads its incident by its step.
-    causal_rank = 5
-    whole_run = False
-    drives_same_step = False
-    summary = "Gradient-norm explosions; a post-clip norm pinned at the clip value."
-    Params = GradNormParams
-
-    def scope(self, run: Run, params: GradNormParams) -> Scope | Abstain:
-        """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        return scope_or_abstain(filter(is_grad_norm_metric, run.metrics), "no gradient-norm metric")
 
     def detect(self, run: Run, params: GradNormParams) -> list[Finding]:
         """Explosion episodes and clipping saturation for every gradient-norm metric."""

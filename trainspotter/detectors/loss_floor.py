@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats
-from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
+from trainspotter.detectors.base import Abstain, Detector, Scope, fmt, scope_or_abstain
 from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
 from trainspotter.names import TRAIN_LOSS, is_eval, is_loss_like
 
@@ -36,7 +36,13 @@ class LossFloorParams:
     """...to at most this absolute value."""
 
 
-class LossFloorDetector:
+class LossFloorDetector(
+    Detector,
+    name=NAME,
+    params=LossFloorParams,
+    causal_rank=2,
+    summary="Heuristic: train loss implausibly low early, or train and eval both ~0 (leakage?).",
+):
     """A heuristic, not a statistical test: flags a training loss that is implausibly low
     very early in the run, the usual sign of label leakage or a bug in the loss.
 
@@ -93,13 +99,6 @@ class LossFloorDetector:
     train/loss and eval/loss both fell below 1e-3 (the one-hot label appended to every
     input, train and eval alike: rule C). Silent on `examples/healthy/trainer_state.json`.
     """
-
-    name = NAME
-    causal_rank = 2
-    whole_run = False
-    drives_same_step = False
-    summary = "Heuristic: train loss implausibly low early, or train and eval both ~0 (leakage?)."
-    Params = LossFloorParams
 
     def scope(self, run: Run, params: LossFloorParams) -> Scope | Abstain:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""

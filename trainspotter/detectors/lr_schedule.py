@@ -15,7 +15,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import idioms, stats
-from trainspotter.detectors.base import Above, Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Above, Detector, Reads
 from trainspotter.model import Evidence, Finding, FloatArray, Run, Series, Severity
 
 NAME = "lr_schedule"
@@ -98,7 +98,15 @@ class _Rise:
     biggest_ratio: float
 
 
-class LrScheduleDetector:
+class LrScheduleDetector(
+    Detector,
+    name=NAME,
+    params=LrScheduleParams,
+    causal_rank=0,
+    drives_same_step=True,
+    reads=Reads(lambda m: m == names.LR, "no learning-rate metric"),
+    summary="Missing warmup, an LR that re-rises or jumps, an LR at ~0 long before the end.",
+):
     """Finds learning-rate schedule bugs, and recognises deliberate restart schedules.
 
     **What it finds.** Six schedule bugs, each a warning: (1) a missing warmup that left
@@ -198,19 +206,6 @@ class LrScheduleDetector:
     `examples/sgdr_healthy/trainer_state.json` (warm restarts recognised). Silent on
     `examples/healthy/trainer_state.json`.
     """
-
-    name = NAME
-    causal_rank = 0
-    whole_run = False
-    drives_same_step = True
-    summary = "Missing warmup, an LR that re-rises or jumps, an LR at ~0 long before the end."
-    Params = LrScheduleParams
-
-    def scope(self, run: Run, params: LrScheduleParams) -> Scope | Abstain:
-        """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        return scope_or_abstain(
-            [m for m in run.metrics if m == names.LR], "no learning-rate metric"
-        )
 
     def detect(self, run: Run, params: LrScheduleParams) -> list[Finding]:
         """Every LR-schedule finding for the run's `lr` metric."""

@@ -11,7 +11,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_rise import (
     SustainedRise,
     TrainTrend,
@@ -61,7 +61,15 @@ class OverfittingParams:
     must sit at least half the rise above the best (one bad evaluation is not a rise)."""
 
 
-class OverfittingDetector:
+class OverfittingDetector(
+    Detector,
+    name=NAME,
+    params=OverfittingParams,
+    causal_rank=6,
+    whole_run=True,
+    summary="An eval loss rising from its minimum while the train loss keeps falling, or ending "
+    "well above its best evaluation whatever the train loss did.",
+):
     """Finds an eval loss that rose from its minimum while the train loss kept falling.
 
     **What it finds.** For every loss-like eval metric (`eval/loss` and any other eval metric
@@ -178,16 +186,6 @@ class OverfittingDetector:
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
     end while train/loss keeps falling. Silent on `examples/healthy/trainer_state.json`.
     """
-
-    name = NAME
-    causal_rank = 6
-    whole_run = True
-    drives_same_step = False
-    summary = (
-        "An eval loss rising from its minimum while the train loss keeps falling, or ending "
-        "well above its best evaluation whatever the train loss did."
-    )
-    Params = OverfittingParams
 
     def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter.detectors import stats, stuck
-from trainspotter.detectors.base import Abstain, Scope, fmt, scope_or_abstain
+from trainspotter.detectors.base import Abstain, Detector, Scope, fmt, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
 from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
@@ -93,7 +93,14 @@ class _Plateau:
     still_falling: bool
 
 
-class PlateauDetector:
+class PlateauDetector(
+    Detector,
+    name=NAME,
+    params=PlateauParams,
+    causal_rank=6,
+    whole_run=True,
+    summary="A loss that stopped improving far from convergence (warning) or converged (info).",
+):
     """Finds a training loss that stopped improving while far from converged.
 
     **What it finds.** At most one finding per watched loss, its flat tail judged: *not
@@ -233,13 +240,6 @@ class PlateauDetector:
     (every unit of the last hidden layer dead from step 9, the loss at the targets'
     variance 0.0575488 from step 134).
     """
-
-    name = NAME
-    causal_rank = 6
-    whole_run = True
-    drives_same_step = False
-    summary = "A loss that stopped improving far from convergence (warning) or converged (info)."
-    Params = PlateauParams
 
     def scope(self, run: Run, params: PlateauParams) -> Scope | Abstain:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""

@@ -14,7 +14,7 @@ from typing import Annotated
 import numpy as np
 
 from trainspotter.detectors import idioms, loss_scale, stats
-from trainspotter.detectors.base import Above, Abstain, Scope, fmt, scope_or_abstain
+from trainspotter.detectors.base import Above, Detector, Reads, fmt
 from trainspotter.model import Evidence, Finding, FloatArray, IntArray, Run, Series, Severity
 from trainspotter.names import is_eval, is_loss_like
 
@@ -103,7 +103,14 @@ class _Episode:
     """Later flagged episodes that happened before the curve came back (one incident)."""
 
 
-class SpikesDetector:
+class SpikesDetector(
+    Detector,
+    name=NAME,
+    params=SpikesParams,
+    causal_rank=3,
+    reads=Reads(is_loss_like, "no loss metric"),
+    summary="Sudden jumps in a loss (train or eval): warning, error when it does not recover.",
+):
     """Finds sudden jumps in any loss-like metric (train or eval), recovered or not.
 
     **What it finds.** One finding per spike episode: a *warning* when the curve came
@@ -230,17 +237,6 @@ class SpikesDetector:
     batch with shifted labels made train/loss jump, and it recovered. Silent on
     `examples/healthy/trainer_state.json`.
     """
-
-    name = NAME
-    causal_rank = 3
-    whole_run = False
-    drives_same_step = False
-    summary = "Sudden jumps in a loss (train or eval): warning, error when it does not recover."
-    Params = SpikesParams
-
-    def scope(self, run: Run, params: SpikesParams) -> Scope | Abstain:
-        """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        return scope_or_abstain((n for n in run.metrics if is_loss_like(n)), "no loss metric")
 
     def detect(self, run: Run, params: SpikesParams) -> list[Finding]:
         """One finding per spike episode in every loss-like metric; the terms of a total

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.model import Finding, Run, Severity
 
 NAME = "throughput"
@@ -54,7 +54,14 @@ class _Timing:
     higher_is_faster: bool
 
 
-class ThroughputDetector:
+class ThroughputDetector(
+    Detector,
+    name=NAME,
+    params=ThroughputParams,
+    causal_rank=1,
+    whole_run=True,
+    summary="A sustained regression in step time or samples/tokens per second.",
+):
     """Finds a sustained regression in step time (up) or throughput (down).
 
     **What it finds.** The step from which training runs persistently slower, by at least
@@ -110,13 +117,6 @@ class ThroughputDetector:
     `trainer_state.json` of that run has no per-step timing). Silent on
     `examples/healthy/metrics.csv`.
     """
-
-    name = NAME
-    causal_rank = 1
-    whole_run = True
-    drives_same_step = False
-    summary = "A sustained regression in step time or samples/tokens per second."
-    Params = ThroughputParams
 
     def scope(self, run: Run, params: ThroughputParams) -> Scope | Abstain:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""

@@ -13,7 +13,7 @@ import dataclasses
 import math
 
 from trainspotter.detectors import loss_scale, stats
-from trainspotter.detectors.base import Abstain, Scope, scope_or_abstain
+from trainspotter.detectors.base import Detector, Reads
 from trainspotter.detectors.divergence.nonfinite import (
     Episode,
     incidents,
@@ -33,7 +33,14 @@ from trainspotter.names import EVAL_LOSS, is_eval, is_loss_like
 __all__ = ["DETECTOR", "NAME", "DivergenceDetector", "DivergenceParams"]
 
 
-class DivergenceDetector:
+class DivergenceDetector(
+    Detector,
+    name=NAME,
+    params=DivergenceParams,
+    causal_rank=4,
+    reads=Reads(lambda n: is_loss_like(n) or is_gradient(n), "no loss or gradient-norm metric"),
+    summary="NaN/Inf in a loss or gradient (error; lone fp16 skips: info) or a rising loss.",
+):
     """Finds a run that blew up: non-finite values in a loss or gradient metric, and a loss
     that keeps rising.
 
@@ -146,18 +153,6 @@ class DivergenceDetector:
     `examples/missing_warmup/trainer_state.json`: a warning at steps 215-465, a climb that
     came back. Silent on `examples/healthy/trainer_state.json`.
     """
-
-    name = NAME
-    causal_rank = 4
-    whole_run = False
-    drives_same_step = False
-    summary = "NaN/Inf in a loss or gradient (error; lone fp16 skips: info) or a rising loss."
-    Params = DivergenceParams
-
-    def scope(self, run: Run, params: DivergenceParams) -> Scope | Abstain:
-        """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        watched = (n for n in run.metrics if is_loss_like(n) or is_gradient(n))
-        return scope_or_abstain(watched, "no loss or gradient-norm metric")
 
     def detect(self, run: Run, params: DivergenceParams) -> list[Finding]:
         """Non-finite episodes (one finding per incident) and sustained rises of losses."""

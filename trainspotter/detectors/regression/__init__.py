@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trainspotter.compare.model import ComparedValue, Comparison
-from trainspotter.detectors.base import Abstain, Scope, fmt
+from trainspotter.detectors.base import Abstain, Detector, Scope, fmt
 from trainspotter.detectors.regression.align import align
 from trainspotter.detectors.regression.checks import (
     WorseStretch,
@@ -27,7 +27,15 @@ from trainspotter.model import Evidence, Finding, Run, Severity
 __all__ = ["DETECTOR", "NAME", "RegressionDetector", "RegressionParams"]
 
 
-class RegressionDetector:
+class RegressionDetector(
+    Detector,
+    name=NAME,
+    params=RegressionParams,
+    causal_rank=8,
+    whole_run=True,
+    needs_baseline=True,
+    summary="A candidate run worse than a baseline run (eval metrics, loss, speed, new findings).",
+):
     """Finds where a candidate run is worse than a baseline run (a stored run from main).
 
     **What it finds.**
@@ -96,15 +104,6 @@ class RegressionDetector:
     compared against `examples/compare/baseline/metrics.csv`.
     Silent on `examples/compare/seed_2/metrics.csv` (the baseline's recipe, seed 2).
     """
-
-    name = NAME
-    causal_rank = 8
-    whole_run = True
-    drives_same_step = False
-    needs_baseline = True
-    """Not run on a single run: `trainspotter.compare` calls `compare` with a baseline."""
-    summary = "A candidate run worse than a baseline run (eval metrics, loss, speed, new findings)."
-    Params = RegressionParams
 
     def scope(self, run: Run, params: RegressionParams) -> Scope | Abstain:
         """On one run there is nothing to compare with."""
