@@ -10,8 +10,7 @@ import pytest
 import synth
 
 from trainspotter import names
-from trainspotter.detectors import grad_norm
-from trainspotter.detectors.grad_norm import DETECTOR, GradNormParams
+from trainspotter.detectors.grad_norm import DETECTOR, GradNormParams, explosion
 from trainspotter.model import Finding, FloatArray, Run, Severity
 
 PARAMS = GradNormParams()
@@ -109,7 +108,7 @@ def test_the_rolling_mad_fallback_agrees_with_gathered_windows(
     norms[2000] *= 30
     run = run_with(steps, norms)
     [gathered] = detect(run)
-    monkeypatch.setattr(grad_norm, "MAX_GATHERED", 0)
+    monkeypatch.setattr(explosion, "MAX_GATHERED", 0)
     [rolling] = detect(run)
     assert gathered.step_start == rolling.step_start == 2001
     assert float(rolling.evidence["z"]) >= 6
