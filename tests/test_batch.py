@@ -104,3 +104,43 @@ def test_cli_jobs_output_does_not_depend_on_jobs(
 def test_cli_bad_jobs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", "x.csv", "--jobs", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_a_sweep_sniffs_each_log_once_and_reads_it_as_discovery_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery sniffs a sweep's matched files (to skip what is not a log); the check
+    reads each with the reader found there instead of sniffing it again."""
+    from trainspotter import discover, readers
+
+    examples = ("divergence", "healthy")
+    for name in examples:
+        (tmp_path / name).mkdir()
+        shutil.copyfile(EXAMPLES / name / "trainer_state.json", tmp_path / name / "log.json")
+    (tmp_path / "healthy" / "notes.txt").write_text("not a training log\n")
+    sniffed: list[str] = []
+    real = readers.detect_format
+
+    def counting(path: Path, display: str) -> object:
+        sniffed.append(display)
+        return real(path, display)
+
+    monkeypatch.setattr(readers, "detect_format", counting)
+    monkeypatch.setattr(discover, "detect_format", counting)
+    config = load_config(None)
+    collected = expand_patterns(["*/*"], base=tmp_path, config=config)
+    assert [(t.display, t.detected) for t in collected.targets] == [
+        ("divergence/log.json", "hf"),
+        ("healthy/log.json", "hf"),
+    ]
+    assert [p.display for p in collected.skipped] == ["healthy/notes.txt"]
+    results = batch.analyze_targets(collected.targets, config, jobs=1)
+    assert sorted(sniffed) == ["divergence/log.json", "healthy/log.json", "healthy/notes.txt"]
+    assert all(not isinstance(r, TrainspotterError) for r in results)
+    direct = [
+        check_target(discover.LogTarget(t.path, t.display, t.pattern), config)
+        for t in collected.targets
+    ]
+    assert [[a.findings for a in r] for r in results if isinstance(r, list)] == [
+        [a.findings for a in d] for d in direct
+    ]

@@ -254,9 +254,11 @@ def check_target(
 ) -> list[Analysis]:
     """Read one log with the config's format and aliases (`fmt` forces a reader) and
     check every run it holds (`readers.read_runs`: each run of a multi-run W&B export is
-    a log of its own in the report; one Analysis for most logs). Raises
-    TrainspotterError when the log cannot be read."""
-    chosen = fmt or config.format_for(target.pattern, target.display)
+    a log of its own in the report; one Analysis for most logs); a log discovery already
+    sniffed is read with the reader it found (`LogTarget.detected`), not sniffed again.
+    Raises TrainspotterError when the log cannot be read."""
+    forced = fmt or config.format_for(target.pattern, target.display)
+    chosen = forced or target.detected
     options = ReadOptions(
         run_name=run_name, aliases=dict(config.aliases), display_path=target.display
     )

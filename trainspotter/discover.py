@@ -50,6 +50,9 @@ class LogTarget:
     """How reports name it: relative to the display root, forward slashes."""
     pattern: str
     """The pattern that found it (for per-pattern `format` entries)."""
+    detected: str | None = None
+    """The reader id discovery already sniffed for it (a sweep's matched file), so the
+    check reads it with that reader instead of sniffing it a second time; None: sniff."""
 
 
 @dataclass(frozen=True)
@@ -129,9 +132,11 @@ def _expand_one(
     exclude: Path | None,
     config: Config | None,
     failures: list[Problem],
+    detected: dict[Path, str],
 ) -> tuple[list[Path], list[Problem]]:
     """The log paths one glob pattern yields, and the matched paths it skipped (`show`:
-    how a path is named in reports); paths that could not be examined go to `failures`."""
+    how a path is named in reports); paths that could not be examined go to `failures`,
+    the reader sniffed for a matched file or folder to `detected`."""
     expansion = expand_glob(pattern, base)
     for unreadable, why in expansion.unreadable:
         failures.append(Problem(show(base / unreadable), f"cannot read: {why}"))
@@ -168,7 +173,7 @@ def _expand_one(
         forced = config is not None and config.format_for(pattern, display)
         if sweep and not forced:
             try:
-                detect_format(file, display)
+                detected[file] = detect_format(file, display)[0].name
             except UnreadableError as exc:
                 failures.append(Problem(display, exc.problem))
                 continue
@@ -185,7 +190,7 @@ def _expand_one(
         if folder in logs:
             continue
         try:
-            detect_format(folder, show(folder))
+            detected[folder] = detect_format(folder, show(folder))[0].name
         except TrainspotterError:
             continue  # a folder without a log in it is just a folder
         logs.append(folder)
@@ -193,14 +198,14 @@ def _expand_one(
 
 
 def _expand_url(
-    pattern: str, config: Config | None, failures: list[Problem]
+    pattern: str, config: Config | None, failures: list[Problem], detected: dict[Path, str]
 ) -> tuple[list[tuple[Path, str]], list[Problem]]:
     """A URL pattern: staged in the local mirror (`trainspotter.remote`), then expanded
     there as a local pattern; each log named by its URL."""
     staged = mirror().stage(pattern)
     if has_glob(staged.pattern):
         paths, skipped = _expand_one(
-            staged.pattern, staged.base, staged.url_of, None, config, failures
+            staged.pattern, staged.base, staged.url_of, None, config, failures, detected
         )
     else:
         target = staged.base / staged.pattern
@@ -224,13 +229,14 @@ def expand_patterns(
     exclude_resolved = exclude.resolve() if exclude is not None else None
     collected = Collected()
     seen: set[Path] = set()
+    detected: dict[Path, str] = {}
     for pattern in patterns:
         problem = glob_problem(pattern)
         if problem:
             raise UsageError(f"invalid glob {pattern!r}: {problem}")
         if is_url(pattern):
             try:
-                entries, skipped = _expand_url(pattern, config, collected.failures)
+                entries, skipped = _expand_url(pattern, config, collected.failures, detected)
             except RemoteUnavailable:
                 raise  # no URL can be read here: one clear error, not one per pattern
             except InputError as exc:  # this listing failed (credentials, network)
@@ -240,7 +246,7 @@ def expand_patterns(
         elif has_glob(pattern):
             show = functools.partial(shown_path, root=display_root)
             paths, skipped = _expand_one(
-                pattern, base, show, exclude_resolved, config, collected.failures
+                pattern, base, show, exclude_resolved, config, collected.failures, detected
             )
             collected.skipped.extend(skipped)
             entries = [(p, show(p)) for p in paths]
@@ -260,7 +266,7 @@ def expand_patterns(
             if key in seen:
                 continue
             seen.add(key)
-            collected.targets.append(LogTarget(path, display, pattern))
+            collected.targets.append(LogTarget(path, display, pattern, detected.get(path)))
         if not entries and not allow_empty:
             what = "matched no training log" if has_glob(pattern) else "no such file or folder"
             shown = shown_url(pattern) if is_url(pattern) else pattern  # no signature

@@ -55,6 +55,8 @@ class LogBytes:
     """Where the log (file or folder) lies in the layout, e.g. `exp/run/metrics.csv`."""
     files: tuple[tuple[str, bytes], ...]
     """Relative forward-slash path -> the file's bytes."""
+    detected: str | None = None
+    """The reader discovery sniffed for it (`LogTarget.detected`)."""
 
 
 def add_sweep_flags(parser: argparse.ArgumentParser, jobs_type: Callable[[str], int]) -> None:
@@ -115,7 +117,9 @@ def pack(target: LogTarget) -> LogBytes:
             files.append((relative.as_posix(), data))
     except OSError as exc:
         raise InputError(target.display, f"cannot read: {exc.strerror or exc}") from None
-    return LogBytes(target.display, target.pattern, name.as_posix(), tuple(files))
+    return LogBytes(
+        target.display, target.pattern, name.as_posix(), tuple(files), target.detected
+    )
 
 
 def _folder_files(folder: Path, name: PurePosixPath) -> list[tuple[PurePosixPath, Path]]:
@@ -144,7 +148,8 @@ def check_log_bytes(
         target = root.joinpath(*PurePosixPath(log.name).parts)
         if not log.files:
             target.mkdir(parents=True, exist_ok=True)  # an empty folder stays one
-        return check_target(LogTarget(target, log.display, log.pattern), config, fmt, run_name)
+        located = LogTarget(target, log.display, log.pattern, log.detected)
+        return check_target(located, config, fmt, run_name)
 
 
 __all__ = [
