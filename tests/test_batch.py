@@ -134,7 +134,7 @@ def test_a_sweep_sniffs_each_log_once_and_reads_it_as_discovery_found(
         ("healthy/log.json", "hf"),
     ]
     assert [p.display for p in collected.skipped] == ["healthy/notes.txt"]
-    results = batch.analyze_targets(collected.targets, config, jobs=1)
+    results = list(batch.analyze_targets(collected.targets, config, jobs=1))
     assert sorted(sniffed) == ["divergence/log.json", "healthy/log.json", "healthy/notes.txt"]
     assert all(not isinstance(r, TrainspotterError) for r in results)
     direct = [

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from workspace_support import DIVERGENT, HEALTHY, REPO
 
-from trainspotter import gate
+from trainspotter import gate_text
 from trainspotter.cli import main
 from trainspotter.config import Config, parse_config
 from trainspotter.discover import expand_patterns
@@ -311,5 +311,5 @@ def test_a_listed_path_cannot_reorder_break_or_close_its_code_span() -> None:
     """The summary lists unreadable and skipped logs by path in a Markdown code span: a
     bidi override would show the name in another order (`run\u202etxt.exe`), a line
     separator or escape sequence would break the line, a backtick would close the span."""
-    listed = gate._code_span("runs/a\u202eb`c\u2028d\x1b[31me\u2066f.csv")
+    listed = gate_text.code_span("runs/a\u202eb`c\u2028d\x1b[31me\u2066f.csv")
     assert listed == "runs/ab'cdef.csv"

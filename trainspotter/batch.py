@@ -4,23 +4,27 @@
 `watch`, the Action): detect, order, link, then apply the config's `ignore` rules.
 `check_target(target, config)` reads one discovered log as the config says and checks it.
 `analyze_targets(targets, config, jobs=...)` checks each `discover.LogTarget` in a
-process pool and returns one entry per target, in the targets' order: the `Analysis`, or
-the `TrainspotterError` that target raised (an unreadable log), so a caller can report
-every log and decide itself (the gate lists every failure; `analyze` stops at the first).
+process pool and yields one entry per target, in the targets' order, as each is ready:
+its analyses, or the `TrainspotterError` that target raised (an unreadable log), so a
+caller can report every log and decide itself (the gate lists every failure; `analyze`
+stops at the first), and a sweep keeps only what its reports need of each log.
 `analyze_paths(paths, config, jobs=...)` is `trainspotter analyze`'s front end: expand the
 paths and globs as the gate does, analyse in parallel, raise the first error in path order.
-`parallel_map` is the generic part, for any picklable module-level function.
+`parallel_map` (a list) and `iter_map` (yielded in order) are the generic part, for any
+picklable module-level function.
 
 Why processes: the readers and detectors are numpy and pandas code that holds the GIL for
 most of its Python-level glue, so threads would not use a second core; one process per
 core does. Workers are started with `fork` where the platform has it (Linux): they inherit
 the already-imported modules, so a pool of two starts in milliseconds instead of paying the
 ~1 s import of numpy/pandas per worker; elsewhere the platform default is used. Work is
-handed out in chunks (about eight per worker) so a thousand small logs do not pay a
-round-trip each; results come back in order (`Executor.map`), so the output does not
-depend on which worker finished first. With one job, or one target, nothing is forked.
+handed out in chunks (about eight per worker, at most CHUNK_MAX logs each) so a thousand
+small logs do not pay a round-trip each, and only IN_FLIGHT chunks per worker are handed
+out ahead of the caller, so finished analyses do not pile up in memory; results come back
+in order, so the output does not depend on which worker finished first. With one job, or
+one target, nothing is forked.
 
-Past one machine, `dask_map` is `parallel_map` on a Dask cluster (an existing scheduler,
+Past one machine, `dask_map` is `iter_map` on a Dask cluster (an existing scheduler,
 or a LocalCluster started here); `analyze_targets(engine="dask")` sends each log as bytes
 to the pure per-log check `sweep.check_log_bytes`, so a worker needs no access to our
 disk. Dask does the scheduling; this module only submits chunks and gathers them in order.
@@ -57,11 +61,12 @@ R = TypeVar("R")
 PROGRESS_AFTER = 0.5
 """Seconds of work before a progress bar appears (short work stays quiet)."""
 CHUNKS_PER_WORKER = 8
-DASK_CHUNK_MAX = 64
-"""Logs per Dask task at most (a task's round trip costs milliseconds; a chunk of small
-logs amortises it, and a bounded chunk keeps work spread over the workers)."""
-DASK_IN_FLIGHT = 4
-"""Chunks per worker thread submitted ahead of the one being gathered."""
+CHUNK_MAX = 64
+"""Logs per task at most (a task's round trip costs milliseconds; a chunk of small logs
+amortises it, and a bounded chunk keeps work spread over the workers and bounds how many
+finished analyses wait in memory for the caller)."""
+IN_FLIGHT = 4
+"""Chunks per worker submitted ahead of the one being gathered."""
 DASK_CONNECT_TIMEOUT = "10s"
 BAR_WIDTH = 30
 
@@ -131,6 +136,11 @@ def _executor(jobs: int) -> Executor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
 
 
+def _chunk_size(total: int, slots: int) -> int:
+    """Items per task: about CHUNKS_PER_WORKER tasks per worker, at most CHUNK_MAX."""
+    return max(1, min(CHUNK_MAX, total // (slots * CHUNKS_PER_WORKER)))
+
+
 def parallel_map(
     func: Callable[[T], R],
     items: Sequence[T],
@@ -142,27 +152,58 @@ def parallel_map(
     """`[func(item) for item in items]` on `jobs` processes (default: every core), in
     order; an item whose call raised a TrainspotterError gets that error in its place.
     Any other exception (a bug) propagates. `func` and the items must pickle."""
+    return list(iter_map(func, items, jobs=jobs, progress=progress, label=label))
+
+
+def iter_map(
+    func: Callable[[T], R],
+    items: Sequence[T],
+    *,
+    jobs: int | None = None,
+    progress: TextIO | None = None,
+    label: str = "",
+) -> Iterator[R | TrainspotterError]:
+    """`parallel_map`, each result yielded as soon as it and those before it are done;
+    at most IN_FLIGHT chunks per worker are handed out ahead of the one being read, so
+    results never pile up faster than the caller takes them."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     jobs = min(jobs, len(items))
     bar = _Progress(progress, len(items), label)
-    guarded = functools.partial(_guarded, func)
-    results: list[R | TrainspotterError] = []
     try:
-        outputs: Iterable[R | _Failure]
         if jobs <= 1:
-            outputs = map(guarded, items)
-            for output in outputs:
-                results.append(output.rebuild() if isinstance(output, _Failure) else output)
-                bar.update(len(results))
-            return results
-        chunk = max(1, len(items) // (jobs * CHUNKS_PER_WORKER))
+            for done, item in enumerate(items, 1):
+                yield _rebuilt(_guarded(func, item))
+                bar.update(done)
+            return
+        call = functools.partial(_guarded_chunk, func)
         with _executor(jobs) as pool:
-            for output in pool.map(guarded, items, chunksize=chunk):
-                results.append(output.rebuild() if isinstance(output, _Failure) else output)
-                bar.update(len(results))
-        return results
+            submit = functools.partial(pool.submit, call)
+            yield from _windowed(submit, _chunks(items, _chunk_size(len(items), jobs)), jobs, bar)
     finally:
         bar.close()
+
+
+def _windowed(
+    submit: Callable[[list[T]], Any], batches: Iterable[list[T]], slots: int, bar: _Progress
+) -> Iterator[R | TrainspotterError]:
+    """Submit the batches, at most `slots * IN_FLIGHT` ahead of the one being gathered
+    (each a future of `_guarded_chunk`'s list), and yield their results in order."""
+    window: collections.deque[Any] = collections.deque()
+    done = 0
+
+    def gathered() -> Iterator[R | TrainspotterError]:
+        nonlocal done
+        outputs: list[R | _Failure] = window.popleft().result()
+        done += len(outputs)
+        bar.update(done)
+        yield from (_rebuilt(output) for output in outputs)
+
+    for batch in batches:
+        window.append(submit(batch))
+        if len(window) >= slots * IN_FLIGHT:
+            yield from gathered()
+    while window:
+        yield from gathered()
 
 
 def dask_map(
@@ -174,11 +215,12 @@ def dask_map(
     workers: int | None = None,
     progress: TextIO | None = None,
     label: str = "",
-) -> list[R | TrainspotterError]:
-    """`parallel_map` on a Dask cluster: the one at `scheduler` (`tcp://host:port`), or
-    a LocalCluster of `workers` processes (default: every core) started and stopped here.
-    Items are sent in chunks, a bounded number in flight (the items, e.g. logs' bytes, are
-    made as they are sent), and the results come back in the items' order."""
+) -> Iterator[R | TrainspotterError]:
+    """`iter_map` on a Dask cluster: the one at `scheduler` (`tcp://host:port`), or a
+    LocalCluster of `workers` processes (default: every core) started here and stopped
+    when the iteration ends. Items are sent in chunks, a bounded number in flight (the
+    items, e.g. logs' bytes, are made as they are sent), and the results come back in
+    the items' order."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -186,8 +228,8 @@ def dask_map(
             "--engine dask needs the 'dask' extra: pip install 'trainspotter[dask]'"
         ) from None
     bar = _Progress(progress, total, label)
-    results: list[R | TrainspotterError] = []
     with contextlib.ExitStack() as stack:
+        stack.callback(bar.close)
         if scheduler is None:
             cluster = stack.enter_context(
                 LocalCluster(
@@ -206,18 +248,9 @@ def dask_map(
             except (OSError, ValueError) as exc:
                 raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
         slots = max(1, sum(client.nthreads().values()))
-        chunk = max(1, min(DASK_CHUNK_MAX, total // (slots * CHUNKS_PER_WORKER)))
-        window: collections.deque[Any] = collections.deque()
-        batches = _chunks(items, chunk)
         call = functools.partial(_guarded_chunk, func)
-        for batch in batches:
-            window.append(client.submit(call, batch, pure=False))
-            if len(window) >= slots * DASK_IN_FLIGHT:
-                _collect(window.popleft().result(), results, bar)
-        while window:
-            _collect(window.popleft().result(), results, bar)
-    bar.close()
-    return results
+        submit = functools.partial(client.submit, call, pure=False)
+        yield from _windowed(submit, _chunks(items, _chunk_size(total, slots)), slots, bar)
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -235,12 +268,8 @@ def _guarded_chunk(func: Callable[[T], R], items: list[T]) -> list[R | _Failure]
     return [_guarded(func, item) for item in items]
 
 
-def _collect(
-    outputs: list[R | _Failure], results: list[R | TrainspotterError], bar: _Progress
-) -> None:
-    for output in outputs:
-        results.append(output.rebuild() if isinstance(output, _Failure) else output)
-    bar.update(len(results))
+def _rebuilt(output: R | _Failure) -> R | TrainspotterError:
+    return output.rebuild() if isinstance(output, _Failure) else output
 
 
 def check_run(run: Run, config: Config) -> Analysis:
@@ -276,15 +305,17 @@ def analyze_targets(
     progress: TextIO | None = None,
     engine: str = "processes",
     scheduler: str | None = None,
-) -> list[list[Analysis] | TrainspotterError]:
+) -> Iterator[list[Analysis] | TrainspotterError]:
     """`check_target` for each target on `jobs` processes; per target, in the targets'
-    order, its analyses (one per run the log holds) or the TrainspotterError. With
-    `engine="dask"`, each log is packed as bytes and checked by `sweep.check_log_bytes`
-    on a Dask cluster (`dask_map`: `scheduler`, else a LocalCluster of `jobs` workers)."""
+    order, its analyses (one per run the log holds) or the TrainspotterError, each
+    yielded as soon as it is ready (a sweep's caller keeps only what it needs of each).
+    With `engine="dask"`, each log is packed as bytes and checked by
+    `sweep.check_log_bytes` on a Dask cluster (`dask_map`: `scheduler`, else a
+    LocalCluster of `jobs` workers)."""
     if engine == "dask":
         return _analyze_on_dask(targets, config, fmt, run_name, jobs, scheduler, progress)
     work = functools.partial(check_target, config=config, fmt=fmt, run_name=run_name)
-    return parallel_map(work, targets, jobs=jobs, progress=progress, label="logs")
+    return iter_map(work, targets, jobs=jobs, progress=progress, label="logs")
 
 
 def _analyze_on_dask(
@@ -295,31 +326,34 @@ def _analyze_on_dask(
     jobs: int | None,
     scheduler: str | None,
     progress: TextIO | None,
-) -> list[list[Analysis] | TrainspotterError]:
+) -> Iterator[list[Analysis] | TrainspotterError]:
     from trainspotter import sweep
 
-    unpacked: dict[int, TrainspotterError] = {}
-
-    def packed() -> Iterator[sweep.LogBytes]:
-        for index, target in enumerate(targets):
+    def packed() -> Iterator[sweep.LogBytes | _Failure]:
+        for target in targets:
             try:
                 yield sweep.pack(target)
             except TrainspotterError as exc:  # unreadable here: its error, in its place
-                unpacked[index] = exc
+                yield _Failure(exc)
 
     check = functools.partial(sweep.check_log_bytes, config=config, fmt=fmt, run_name=run_name)
-    checked = iter(
-        dask_map(
-            check,
-            packed(),
-            len(targets),
-            scheduler=scheduler,
-            workers=jobs,
-            progress=progress,
-            label="logs",
-        )
+    return dask_map(
+        functools.partial(_unless_failed, check),
+        packed(),
+        len(targets),
+        scheduler=scheduler,
+        workers=jobs,
+        progress=progress,
+        label="logs",
     )
-    return [unpacked[i] if i in unpacked else next(checked) for i in range(len(targets))]
+
+
+def _unless_failed(func: Callable[[T], R], item: T | _Failure) -> R:
+    """`func(item)`, or the error of an item that could not be packed (sent along to keep
+    its place in the order)."""
+    if isinstance(item, _Failure):
+        raise item.rebuild()
+    return func(item)
 
 
 def analyze_paths(
@@ -356,5 +390,6 @@ __all__ = [
     "check_run",
     "check_target",
     "default_jobs",
+    "iter_map",
     "parallel_map",
 ]

@@ -6,8 +6,11 @@
 2. **Check**: discover the logs (`trainspotter.discover`: globs, folders, TensorBoard run
    folders, the newest Hugging Face checkpoint copy, sweeps) and check each one
    (`batch.check_target`: the config's format, aliases, detector settings and `ignore`
-   rules; a suppressed finding stays in every report, marked with its reason); then
-   compare each with the config's `baseline:` and check its `rules:` (`trainspotter.compare`).
+   rules; a suppressed finding stays in every report, marked with its reason); compare
+   each with the config's `baseline:` and check its `rules:` (`trainspotter.compare`).
+   Logs arrive one by one, in input order: each log's HTML page is rendered then (and
+   staged until step 5), and only what the other reports read of it is kept
+   (`trainspotter.reduced`), so memory does not grow with the logs' size.
 3. **Exit code** by the rule every front end shares (`trainspotter.verdict`): 2 when a
    log could not be read or a pattern found nothing (the gate could not check everything
    it was asked to; every readable log is still analysed and reported), else 1 when the
@@ -28,7 +31,7 @@ This module parses no log format and formats no finding itself: readers and the
 from __future__ import annotations
 
 import dataclasses
-import html
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,32 +44,33 @@ from trainspotter.compare.command import load_baseline
 from trainspotter.config import Config
 from trainspotter.discover import Collected, Problem, expand_patterns
 from trainspotter.errors import (
-    EXIT_BAD_INPUT,
-    EXIT_GATE_FAILED,
-    EXIT_OK,
     TrainspotterError,
     UsageError,
 )
+from trainspotter.gate_text import (
+    COMMENT_LIMIT_BYTES,
+    gate_markdown,
+    index_html,
+    markdown_report,
+    verdict_text,
+)
 from trainspotter.model import Severity
 from trainspotter.paths import shown_path
+from trainspotter.reduced import reduce_for_reports
 from trainspotter.report import REPORTS, RenderOptions, wording
 from trainspotter.report.common import total_counts
 from trainspotter.report.escape import (
-    code_span_text,
     fence_workflow_commands,
-    markdown_text,
     workflow_message,
     workflow_property,
 )
-from trainspotter.report.markdown import SUMMARY_LIMIT_BYTES, render_markdown
+from trainspotter.report.markdown import (
+    MAX_CHARTS,
+    SUMMARY_LIMIT_BYTES,
+    needs_attention,
+)
 from trainspotter.safe_write import InputGuard, prepare_folder, report_file_name, write_inside
 from trainspotter.verdict import exit_code, worst_of
-
-COMMENT_LIMIT_BYTES = 60_000
-"""GitHub rejects a comment body over 65,536 characters; this leaves room for the
-sticky-comment marker the Action adds."""
-SKIPPED_LISTED = 50
-"""At most this many skipped paths are named in the summary (the rest are counted)."""
 
 OUTPUT_FILES = {
     "summary": "summary.md",
@@ -138,6 +142,8 @@ class GateResult:
     exit_code: int
     fail_on: Severity
     analyses: list[Analysis]
+    """Every log's analysis, most reduced to what the reports read (`trainspotter.reduced`:
+    per metric its counts and end points, not its arrays)."""
     failures: list[Problem]
     skipped: list[Problem]
     counts: dict[str, int]
@@ -149,79 +155,6 @@ class GateResult:
     summary_markdown: str
     skipped_outputs: dict[str, str]
     """Output name -> why it was not produced."""
-
-
-def _verdict(result_code: int, worst: Severity | None, fail_on: Severity, failures: int) -> str:
-    if result_code == EXIT_BAD_INPUT:
-        return f"could not check everything: {wording.count(failures, 'problem')}"
-    if result_code == EXIT_GATE_FAILED:
-        assert worst is not None
-        return f"failed: a finding at {worst.label}, at or above fail_on={fail_on.label}"
-    shown_worst = worst.label if worst else "none"
-    return f"passed: worst unsuppressed severity {shown_worst}, below fail_on={fail_on.label}"
-
-
-def _gate_markdown(
-    verdict: str, code: int, failures: Sequence[Problem], skipped: Sequence[Problem]
-) -> tuple[str, str]:
-    """Our own head and tail for the summary and the comment (paths escaped)."""
-    mark = {EXIT_OK: "\u2705", EXIT_GATE_FAILED: "\u274c", EXIT_BAD_INPUT: "\u26a0\ufe0f"}[code]
-    head = f"**trainspotter gate {mark} {markdown_text(verdict)}**\n\n"
-    tail: list[str] = []
-    if failures:
-        tail.append("\n### Not checked\n")
-        tail.extend(_problem_items(failures, " (see the job log)", limit=500))
-        tail.append("")
-    if skipped:
-        tail.append(f"\n<details><summary>{len(skipped)} matched paths skipped</summary>\n")
-        tail.extend(_problem_items(skipped, ""))
-        tail.append("\n</details>\n")
-    return head, "\n".join(tail)
-
-
-def _problem_items(problems: Sequence[Problem], more: str, limit: int | None = None) -> list[str]:
-    """Up to SKIPPED_LISTED problems as list items (reasons cut at `limit`), then the rest
-    counted: `- and N more{more}`."""
-    items = [
-        f"- `{_code_span(p.display)}`: {markdown_text(p.reason[:limit])}"
-        for p in problems[:SKIPPED_LISTED]
-    ]
-    if len(problems) > SKIPPED_LISTED:
-        items.append(f"- and {len(problems) - SKIPPED_LISTED} more{more}")
-    return items
-
-
-def _code_span(text: str) -> str:
-    """Log-derived text inside a Markdown code span (`escape.code_span_text`), at most
-    300 characters."""
-    return code_span_text(text)[:300]
-
-
-def _markdown(
-    analyses: Sequence[Analysis],
-    limit: int,
-    head: str,
-    tail: str,
-    note: str | None,
-    fail_on: Severity = Severity.ERROR,
-) -> str:
-    note_text = f"\n{note}\n" if note else ""
-    room = max(limit - len((head + tail + note_text).encode("utf-8")), 16 * 1024)
-    body = render_markdown(analyses, room, fail_on) if analyses else ""
-    return head + body + tail + note_text
-
-
-def _index_html(entries: Sequence[tuple[str, str, Severity | None]]) -> str:
-    rows = "\n".join(
-        f'<li><a href="{html.escape(name, quote=True)}">{html.escape(display)}</a> '
-        f"({html.escape(worst.label if worst else 'healthy')})</li>"
-        for display, name, worst in entries
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        "<title>trainspotter reports</title></head>\n<body><h1>trainspotter reports</h1>\n"
-        f"<ul>\n{rows}\n</ul>\n</body></html>\n"
-    )
 
 
 @dataclass(frozen=True)
@@ -285,7 +218,25 @@ def _plan(options: GateOptions) -> _Plan:
     )
 
 
-def _check(plan: _Plan, options: GateOptions) -> _Checked:
+class _Pages:
+    """Each log's HTML page, rendered while its analysis is whole and staged in a private
+    temporary folder until the report folder is written (the gate keeps only a reduced
+    analysis of each log: `trainspotter.reduced`)."""
+
+    def __init__(self, folder: Path, render: RenderOptions) -> None:
+        self.folder = folder
+        self.render = render
+        self.staged: list[Path] = []
+
+    def stage(self, analysis: Analysis) -> None:
+        page = self.folder / f"{len(self.staged)}.html"
+        page.write_text(REPORTS["html"].render([analysis], self.render), encoding="utf-8")
+        self.staged.append(page)
+
+
+def _check(plan: _Plan, options: GateOptions, pages: _Pages | None) -> _Checked:
+    """Discover and check every log; compare each with the baseline (`_baseline`); stage
+    its HTML page (`pages`); keep what the other reports need of it (`_kept`)."""
     collected: Collected = expand_patterns(
         plan.patterns,
         base=plan.base,
@@ -296,6 +247,7 @@ def _check(plan: _Plan, options: GateOptions) -> _Checked:
     )
     checked = _Checked([], list(collected.failures), collected.skipped)
     checked.inputs = [target.path for target in collected.targets]
+    baseline, unreadable_baseline = _baseline(plan, checked)
     results = analyze_targets(
         collected.targets,
         plan.config,
@@ -304,11 +256,21 @@ def _check(plan: _Plan, options: GateOptions) -> _Checked:
         engine=options.engine,
         scheduler=options.scheduler,
     )
+    charted = 0
     for target, result in zip(collected.targets, results, strict=True):
         if isinstance(result, TrainspotterError):
             checked.failures.append(_not_checked(target.display, result))
-        else:
-            checked.analyses.extend(result)
+            continue
+        for analysis in result:
+            if unreadable_baseline is None:
+                analysis = compare_analyses(analysis, baseline, plan.config)
+            if pages is not None:
+                pages.stage(analysis)
+            whole = charted < MAX_CHARTS and needs_attention(analysis, plan.fail_on)
+            charted += whole
+            checked.analyses.append(analysis if whole else reduce_for_reports(analysis))
+    if unreadable_baseline is not None:
+        checked.failures.append(unreadable_baseline)
     return checked
 
 
@@ -317,19 +279,18 @@ def _not_checked(display: str, error: TrainspotterError) -> Problem:
     return Problem(display, str(getattr(error, "problem", None) or error))
 
 
-def _compare(plan: _Plan, checked: _Checked) -> None:
-    """The config's `baseline:` and `rules:` applied to every log (`trainspotter.compare`);
-    a baseline that cannot be read is a log that could not be checked (exit 2)."""
+def _baseline(plan: _Plan, checked: _Checked) -> tuple[Analysis | None, Problem | None]:
+    """The config's `baseline:` log's analysis (None when there is none), each log compared with it
+    and checked against the `rules:` (`trainspotter.compare`); or, when the baseline
+    cannot be read, why: a log that could not be checked (exit 2), and nothing compared."""
     config = plan.config
-    baseline = None
-    if config.baseline is not None:
-        checked.inputs.append(plan.base / config.baseline)  # never replaced by a report
-        try:
-            baseline = load_baseline(config.baseline, config, base=plan.base)
-        except TrainspotterError as exc:
-            checked.failures.append(_not_checked(f"baseline {config.baseline}", exc))
-            return
-    checked.analyses = [compare_analyses(a, baseline, config) for a in checked.analyses]
+    if config.baseline is None:
+        return None, None
+    checked.inputs.append(plan.base / config.baseline)  # never replaced by a report
+    try:
+        return load_baseline(config.baseline, config, base=plan.base), None
+    except TrainspotterError as exc:
+        return None, _not_checked(f"baseline {config.baseline}", exc)
 
 
 def _unavailable(outputs: Sequence[str]) -> dict[str, str]:
@@ -396,11 +357,12 @@ def _write_outputs(
     code: int,
     unavailable: dict[str, str],
     refused: set[str],
+    pages: _Pages,
 ) -> _Written:
     analyses, render = checked.analyses, plan.render
-    head, tail = _gate_markdown(verdict, code, checked.failures, checked.skipped)
+    head, tail = gate_markdown(verdict, code, checked.failures, checked.skipped)
     note = options.artifact_note
-    summary = _markdown(analyses, SUMMARY_LIMIT_BYTES, head, tail, note, plan.fail_on)
+    summary = markdown_report(analyses, SUMMARY_LIMIT_BYTES, head, tail, note, plan.fail_on)
     written = _Written({}, [], summary, None)
     wanted = _file_outputs(plan, unavailable)
     if not wanted:
@@ -413,16 +375,17 @@ def _write_outputs(
         if name == "summary":
             written.files[name] = write_inside(folder, OUTPUT_FILES[name], written.summary)
         elif name == "comment":
-            comment = _markdown(analyses, COMMENT_LIMIT_BYTES, head, tail, note, plan.fail_on)
+            comment = markdown_report(analyses, COMMENT_LIMIT_BYTES, head, tail, note, plan.fail_on)
             written.files[name] = write_inside(folder, OUTPUT_FILES[name], comment)
         elif name == "html":
             entries: list[tuple[str, str, Severity | None]] = []
-            for analysis, file_name in zip(analyses, _html_names(analyses), strict=True):
-                page = REPORTS["html"].render([analysis], render)
+            names = _html_names(analyses)
+            for analysis, file_name, staged in zip(analyses, names, pages.staged, strict=True):
+                page = staged.read_text(encoding="utf-8")
                 written.html_files.append(write_inside(folder, f"html/{file_name}", page))
                 entries.append((analysis.run.source_path, file_name, analysis.worst))
             if entries:
-                index = write_inside(folder, "html/index.html", _index_html(entries))
+                index = write_inside(folder, "html/index.html", index_html(entries))
                 written.files["html"] = index
         else:
             rendered = REPORTS[_REPORT_OF_OUTPUT[name]].render(analyses, render)
@@ -472,14 +435,17 @@ def run_gate(options: GateOptions, stdout: TextIO, stderr: TextIO) -> GateResult
     if _file_outputs(plan, unavailable):
         # An unusable report folder is found before the work, not after it.
         prepare_folder(plan.report_dir, within=plan.report_within)
-    checked = _check(plan, options)
-    _compare(plan, checked)
-    refused = _refuse_inputs(plan, checked, unavailable)
-    code = exit_code(checked.analyses, plan.fail_on, unchecked=len(checked.failures))
-    worst = worst_of(checked.analyses)
-    verdict = _verdict(code, worst, plan.fail_on, len(checked.failures))
-    _print_log(plan, options, checked, verdict, unavailable, (stdout, stderr))
-    written = _write_outputs(plan, options, checked, verdict, code, unavailable, refused)
+    with tempfile.TemporaryDirectory(prefix="trainspotter-pages-") as staging:
+        pages = _Pages(Path(staging), plan.render)
+        checked = _check(
+            plan, options, pages if "html" in _file_outputs(plan, unavailable) else None
+        )
+        refused = _refuse_inputs(plan, checked, unavailable)
+        code = exit_code(checked.analyses, plan.fail_on, unchecked=len(checked.failures))
+        worst = worst_of(checked.analyses)
+        verdict = verdict_text(code, worst, plan.fail_on, len(checked.failures))
+        _print_log(plan, options, checked, verdict, unavailable, (stdout, stderr))
+        written = _write_outputs(plan, options, checked, verdict, code, unavailable, refused, pages)
     return GateResult(
         exit_code=code,
         fail_on=plan.fail_on,

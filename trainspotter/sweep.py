@@ -117,9 +117,7 @@ def pack(target: LogTarget) -> LogBytes:
             files.append((relative.as_posix(), data))
     except OSError as exc:
         raise InputError(target.display, f"cannot read: {exc.strerror or exc}") from None
-    return LogBytes(
-        target.display, target.pattern, name.as_posix(), tuple(files), target.detected
-    )
+    return LogBytes(target.display, target.pattern, name.as_posix(), tuple(files), target.detected)
 
 
 def _folder_files(folder: Path, name: PurePosixPath) -> list[tuple[PurePosixPath, Path]]:

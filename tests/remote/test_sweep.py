@@ -148,7 +148,7 @@ def test_results_come_back_in_input_order_however_the_chunks_finish(
     _sweep(tmp_path)
     collected = expand_patterns(["run*/*"], base=tmp_path, config=Config())
     targets = collected.targets * 3
-    monkeypatch.setattr(batch, "DASK_CHUNK_MAX", 1)
+    monkeypatch.setattr(batch, "CHUNK_MAX", 1)
     results = analyze_targets(
         targets, Config(), engine="dask", scheduler=dask_cluster.scheduler_address
     )

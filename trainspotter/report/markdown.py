@@ -98,7 +98,7 @@ def _log_text(text: str, limit: int = TEXT_LIMIT) -> str:
     return markdown_text(shorten(text, limit)) or "*(empty)*"
 
 
-def _needs_attention(analysis: Analysis, fail_on: Severity) -> bool:
+def needs_attention(analysis: Analysis, fail_on: Severity) -> bool:
     """A log that gets a section: a warning or an error, or a finding at `fail_on`."""
     worst = analysis.worst
     return worst is not None and worst >= min(fail_on, Severity.WARNING)
@@ -143,8 +143,8 @@ def _headline(analyses: Sequence[Analysis], fail_on: Severity) -> list[_Piece]:
         notes = plural(counts[Severity.INFO], "info")
         head = f"{_HEALTHY_MARK} passed: no warnings or errors ({notes}){logs}"
     pieces = [_Piece(f"## trainspotter: {head}\n\n", HEAD)]
-    attention = [a for a in analyses if _needs_attention(a, fail_on)]
-    others = [a for a in analyses if not _needs_attention(a, fail_on)]
+    attention = [a for a in analyses if needs_attention(a, fail_on)]
+    others = [a for a in analyses if not needs_attention(a, fail_on)]
     for rank, analysis in enumerate(attention):
         tier = HEAD if rank < HEADLINE_LOGS else LOG_LINES
         pieces.append(_Piece(_attention_line(analysis, fail_on), tier))
@@ -373,10 +373,10 @@ def render_markdown(
     """The report, at most `limit_bytes - SAFETY_MARGIN_BYTES` bytes of UTF-8 (beyond
     that only when the headline's first lines alone are longer)."""
     pieces = _headline(analyses, fail_on)
-    attention = [a for a in analyses if _needs_attention(a, fail_on)]
+    attention = [a for a in analyses if needs_attention(a, fail_on)]
     for section, analysis in enumerate(attention):
         pieces.extend(_section(analysis, section, with_chart=section < MAX_CHARTS))
-    others = [a for a in analyses if not _needs_attention(a, fail_on)]
+    others = [a for a in analyses if not needs_attention(a, fail_on)]
     pieces.extend(_other_checks(others, section=len(attention)))
     if len(attention) > MAX_CHARTS:
         pieces.append(
