@@ -32,6 +32,10 @@ def assert_well_formed(run: Run) -> None:
 
 STDOUT_DATA = Path(__file__).resolve().parents[1] / "data" / "stdout"
 """Output printed by real training runs (tests/data/stdout, written by generate.py)."""
+PRINTED_LOGS = sorted(STDOUT_DATA.glob("*.log")) + sorted(STDOUT_DATA.glob("*/log/log.txt"))
+"""Every captured log: what each loop printed, and the `log/log.txt` a build-nanogpt-style
+loop wrote."""
+PRINTED_NAMES = [p.relative_to(STDOUT_DATA).as_posix() for p in PRINTED_LOGS]
 
 
 def stdout_fixture(name: str) -> Path:

@@ -7,14 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from readers_support import PRINTED_LOGS, PRINTED_NAMES
 
 from trainspotter.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-STDOUT_LOGS = sorted((DATA / "stdout").glob("*.log"))
+STDOUT_LOGS = PRINTED_LOGS
 
 
-@pytest.mark.parametrize("log", STDOUT_LOGS, ids=[p.name for p in STDOUT_LOGS])
+@pytest.mark.parametrize("log", STDOUT_LOGS, ids=PRINTED_NAMES)
 def test_analyze_printed_output(
     log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from readers_support import assert_well_formed
+from readers_support import PRINTED_LOGS, assert_well_formed
 
 from trainspotter.errors import InputError
 from trainspotter.readers import READERS, read_log
@@ -266,7 +266,7 @@ def test_unsorted_duplicate_and_non_finite_steps(
 def printed_lines() -> list[str]:
     """Every \\n-line of the captured real training output (tests/data/stdout)."""
     lines: list[str] = []
-    for path in sorted((DATA / "stdout").glob("*.log")):
+    for path in PRINTED_LOGS:
         lines.extend(path.read_text(encoding="utf-8").split("\n"))
     return lines
 

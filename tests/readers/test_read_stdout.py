@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from readers_support import (
+    PRINTED_NAMES,
     STDOUT_DATA,
     MakeFile,
     assert_well_formed,
@@ -75,6 +76,27 @@ def test_nanogpt_loop() -> None:
     assert run.metrics["step_time"].values.tolist() == [float(i[2]) for i in iters]
     assert run.meta["units"] == {"step_time": "ms", "mfu": "%"}
     assert run.meta["skipped_lines"] == 1  # "number of parameters: ..."
+
+
+def test_build_nanogpt_log_txt() -> None:
+    """build-nanogpt's `log/log.txt`: `{step} train X`, `{step} val X`, `{step} hella X`,
+    read with the step on the line; lines found independently of the reader."""
+    path, run, text = read_stdout_fixture("build_nanogpt/log/log.txt")
+    assert detect_format(path, str(path))[0].name == "stdout"
+    lines = {
+        word: [(int(s), float(v)) for s, v in re.findall(rf"^(\d+) {word} (\S+)$", text, re.M)]
+        for word in ("train", "val", "hella")
+    }
+    assert len(lines["train"]) == 300 and len(lines["val"]) == len(lines["hella"]) == 7
+    for metric, word in (
+        ("train/loss", "train"),
+        ("eval/loss", "val"),
+        ("eval/hellaswag_acc", "hella"),
+    ):
+        series = run.metrics[metric]
+        assert list(zip(series.steps.tolist(), series.values.tolist(), strict=True)) == lines[word]
+    assert set(run.metrics) == {"train/loss", "eval/loss", "eval/hellaswag_acc"}
+    assert run.meta["step_source"] == {"line": 314} and run.meta["skipped_lines"] == 0
 
 
 def test_keras_verbose_2() -> None:
@@ -143,6 +165,9 @@ def test_lightning_progress_bar() -> None:
         ),
         ("| epoch 3 | loss 2.31 | lr 3e-4 |", None, {"loss": 2.31, "lr": 3e-4, "epoch": 3.0}),
         ("Epoch 0:  50%|####| 6/12 [00:01<00:01, 5.0it/s, v_num=0, train_loss=nan]", None, {}),
+        ("19072 train 3.046012", 19072, {"train_loss": 3.046012}),
+        ("250 val 6.1234", 250, {"val_loss": 6.1234}),
+        ("250 hella 0.2512", 250, {"eval_hellaswag_acc": 0.2512}),
     ],
 )
 def test_progress_line_shapes(line: str, step: int | None, values: dict[str, float]) -> None:
@@ -165,6 +190,9 @@ def test_progress_line_shapes(line: str, step: int | None, values: dict[str, flo
         "Saving model checkpoint to out/checkpoint-500",
         "The train loss climbs from 0.12 after the warmup takes the LR to 0.0001 and stays",
         "| 4 | run.json | plateau | The loss falls from 3.26 with Kendall tau -0.71, p 0.002 |",
+        "12 epochs 3.5",
+        "3 train 1.0 extra",
+        "train 3 1.0",
     ],
 )
 def test_lines_that_are_not_progress(line: str) -> None:
@@ -261,7 +289,21 @@ def test_stdout_reads_in_pieces(make_file: MakeFile, monkeypatch: pytest.MonkeyP
     assert "stdout" in READERS
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in STDOUT_DATA.glob("*.log")))
+# build-nanogpt prints `validation loss: X` (no step) before the step's own line, so the
+# evaluation is counted after the line before it; printed twice, the second run's first
+# evaluation follows the first run's last step and does not restart: not cut (known).
+APPEND_UNSEEN = pytest.mark.xfail(
+    reason="an eval printed before its step line does not restart an appended run", strict=True
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=APPEND_UNSEEN) if n == "build_nanogpt.log" else n
+        for n in PRINTED_NAMES
+    ],
+)
 def test_a_log_the_same_loop_printed_into_twice_reads_as_its_last_run(
     make_file: MakeFile, name: str
 ) -> None:

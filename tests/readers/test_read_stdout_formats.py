@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from readers_support import (
+    PRINTED_NAMES,
     STDOUT_DATA,
     MakeFile,
     assert_well_formed,
@@ -200,7 +201,7 @@ def assert_same_run(fast: Run, full: Run) -> None:
     assert fast.notes() == full.notes()
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in STDOUT_DATA.glob("*.log")))
+@pytest.mark.parametrize("name", PRINTED_NAMES)
 def test_fast_paths_read_what_the_full_parse_reads(
     name: str, make_file: MakeFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -80,6 +80,13 @@ PROSE_WORDS = 4
 """Words a progress line may hold besides its keys (`INFO`, `train_inner`, a bar's name)
 before it reads as a sentence: at most this many, or twice its number of values."""
 _DICT = re.compile(r"\{.*\}")
+# build-nanogpt's log.txt (train_gpt2.py): `{step} train {loss:.6f}`, `{step} val
+# {val_loss:.4f}`, `{step} hella {acc_norm:.4f}`: a step, a word naming what the value
+# is, the value, and nothing else on the line.
+_STEP_WORD_VALUE = re.compile(rf"^\s*(?P<step>\d+)\s+(?P<word>[a-z]+)\s+(?P<value>{_NUMBER})\s*$")
+STEP_WORD_METRICS = {"train": "train_loss", "val": "val_loss", "hella": "eval_hellaswag_acc"}
+"""The words of `step word value` lines, as the raw keys their values are read under
+(spelled as the other shapes' keys are: `train/loss`, `eval/loss`, `eval/hellaswag_acc`)."""
 _NAN_NAMES = {"nan": math.nan, "inf": math.inf, "infinity": math.inf}
 STEP_LIMIT = 2**62
 
@@ -214,7 +221,7 @@ def parse_progress(line: str) -> Progress | None:
                 if key in progress.spans:
                     progress.spans["@step"] = progress.spans.pop(key)
     else:
-        progress = _parse_pairs(line)
+        progress = _step_word_value(line) or _parse_pairs(line)
     if not any(_is_key_metric(key) for key in progress.values):
         return None
     if progress.prose_words > max(PROSE_WORDS, 2 * len(progress.values)):
@@ -236,6 +243,17 @@ def parse_progress(line: str) -> Progress | None:
         progress.step = progress.step_total = None
         progress.spans["@batch"] = progress.spans.pop("@step", (0, 0))
         progress.spans["@batches"] = progress.spans.pop("@total", (0, 0))
+    return progress
+
+
+def _step_word_value(line: str) -> Progress | None:
+    """A `step word value` line (`STEP_WORD_METRICS`), or None."""
+    match = _STEP_WORD_VALUE.match(line)
+    if match is None or match["word"] not in STEP_WORD_METRICS:
+        return None
+    key = STEP_WORD_METRICS[match["word"]]
+    progress = Progress({key: float(match["value"])}, step=as_step(float(match["step"])))
+    progress.spans = {"@step": match.span("step"), key: match.span("value")}
     return progress
 
 

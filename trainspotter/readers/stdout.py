@@ -19,7 +19,10 @@ of these shapes:
   Train Loss: 0.1234, Val Acc: 59.86%`, `INFO:root:Epoch [6/6], Step [10/1549], Loss:
   0.049`). A key may be up to three words before `:` or `=` (`Train Loss:` ->
   `Train_Loss`), two before a bare number (`train loss 1.9`); a unit after the value
-  (`ms`, `s`, `%`, `it/s`) is dropped from the value and kept in `meta["units"]`.
+  (`ms`, `s`, `%`, `it/s`) is dropped from the value and kept in `meta["units"]`;
+- `step word value`, the `log.txt` Karpathy's build-nanogpt writes: `{step} train X`
+  (`train/loss`), `{step} val X` (`eval/loss`), `{step} hella X` (its HellaSwag accuracy,
+  `eval/hellaswag_acc`); only those three words, and nothing else on the line.
 
 The step of a progress line, first rule that applies: a step counter on the line (`step`,
 `iter`, `iteration`, `global_step`, `num_updates`, ..., also as `iteration 100/5000` or

@@ -12,6 +12,15 @@ library warnings and the training lines interleave as they do in a real log):
   `fit(verbose=1)` of a small MLP on seeded random data with a validation split.
 - `nanogpt.log`: a plain torch loop in nanoGPT's style, printing
   `iter N: loss X, time Yms, mfu Z%` and `step N: train loss X, val loss Y`.
+- `build_nanogpt/log/log.txt` (and `build_nanogpt.log`, what it printed): a plain torch
+  loop that logs exactly as Karpathy's build-nanogpt `train_gpt2.py` does: `log/log.txt`
+  cleared at the start, then `{step} val {val_loss:.4f}` and `{step} hella {acc_norm:.4f}`
+  every `eval_every` steps and at the last, and `{step} train {loss_accum:.6f}` every step
+  (gradient accumulation, clipping at 1.0, its warmup-then-cosine `get_lr`, its printed
+  `step N | loss: ... | lr ... | norm: ... | dt: ...ms | tok/sec: ...` line). The
+  `hella` accuracy is HellaSwag's method on this data: each item is a context and four
+  completions (the true next tokens and three random ones), the pick is the completion
+  with the lowest mean loss.
 - `lightning_bar.log`: PyTorch Lightning's TQDM progress bar (`train_loss` and `val_loss`
   in the postfix, `prog_bar=True`).
 - `logging_epochs.log`: a plain torch loop reporting through Python's `logging` with the
@@ -38,6 +47,7 @@ Regenerate (from the repository root, in a separate environment)::
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -370,12 +380,133 @@ def trl_sft() -> None:
     trainer.train()
 
 
+def build_nanogpt_loop() -> None:
+    import math
+    import time
+
+    import torch
+    from torch import nn
+
+    torch.manual_seed(SEED)
+    vocab, block, micro_batch, grad_accum_steps = 32, 16, 8, 2
+    successor = torch.randperm(vocab)
+    data = torch.empty(20000, dtype=torch.long)
+    data[0] = 0
+    for i in range(1, len(data)):
+        data[i] = successor[data[i - 1]] if torch.rand(()) > 0.1 else torch.randint(vocab, ())
+    split = int(0.9 * len(data))
+    train_data, val_data = data[:split], data[split:]
+
+    def get_batch(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ix = torch.randint(len(source) - block - 1, (micro_batch,))
+        x = torch.stack([source[i : i + block] for i in ix])
+        y = torch.stack([source[i + 1 : i + 1 + block] for i in ix])
+        return x, y
+
+    class Tiny(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(vocab, 48)
+            self.mlp = nn.Sequential(nn.Linear(48, 48), nn.GELU(), nn.Linear(48, vocab))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.mlp(self.emb(x))
+
+    def loss_of(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits.view(-1, vocab), y.view(-1))
+
+    # HellaSwag's method on this data: four completions of a context, the true one first
+    # drawn from the validation text; the pick is the lowest mean completion loss.
+    items = []
+    for _ in range(100):
+        start = int(torch.randint(len(val_data) - 12, ()))
+        context, true_end = val_data[start : start + 8], val_data[start + 8 : start + 12]
+        endings = [true_end] + [torch.randint(vocab, (4,)) for _ in range(3)]
+        label = int(torch.randint(4, ()))
+        endings[0], endings[label] = endings[label], endings[0]
+        items.append((context, endings, label))
+
+    @torch.no_grad()
+    def most_likely(context: torch.Tensor, endings: list[torch.Tensor]) -> int:
+        rows = torch.stack([torch.cat([context, e]) for e in endings])
+        logits = model(rows[:, :-1])
+        losses = nn.functional.cross_entropy(logits.transpose(1, 2), rows[:, 1:], reduction="none")[
+            :, len(context) - 1 :
+        ]
+        return int(losses.mean(dim=1).argmin())
+
+    model = Tiny()
+    max_lr, warmup_steps, max_steps, eval_every = 3e-3, 20, 300, 50
+    min_lr = max_lr * 0.1
+
+    def get_lr(it: int) -> float:
+        if it < warmup_steps:
+            return max_lr * (it + 1) / warmup_steps
+        if it > max_steps:
+            return min_lr
+        decay_ratio = (it - warmup_steps) / (max_steps - warmup_steps)
+        coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+        return min_lr + coeff * (max_lr - min_lr)
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=max_lr, weight_decay=0.1)
+    log_dir = "log"
+    os.makedirs(log_dir, exist_ok=True)
+    log_file = os.path.join(log_dir, "log.txt")
+    with open(log_file, "w"):
+        pass
+    for step in range(max_steps):
+        t0 = time.time()
+        last_step = step == max_steps - 1
+        if step % eval_every == 0 or last_step:
+            model.eval()
+            with torch.no_grad():
+                val_loss_accum = torch.zeros(())
+                val_loss_steps = 20
+                for _ in range(val_loss_steps):
+                    x, y = get_batch(val_data)
+                    val_loss_accum += loss_of(model(x), y) / val_loss_steps
+            print(f"validation loss: {val_loss_accum.item():.4f}")
+            with open(log_file, "a") as f:
+                f.write(f"{step} val {val_loss_accum.item():.4f}\n")
+            num_correct_norm = sum(most_likely(c, e) == label for c, e, label in items)
+            num_total = len(items)
+            acc_norm = num_correct_norm / num_total
+            print(f"HellaSwag accuracy: {num_correct_norm}/{num_total}={acc_norm:.4f}")
+            with open(log_file, "a") as f:
+                f.write(f"{step} hella {acc_norm:.4f}\n")
+        model.train()
+        optimizer.zero_grad()
+        loss_accum = torch.zeros(())
+        for _ in range(grad_accum_steps):
+            x, y = get_batch(train_data)
+            loss = loss_of(model(x), y) / grad_accum_steps
+            loss_accum += loss.detach()
+            loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        lr = get_lr(step)
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = lr
+        optimizer.step()
+        dt = time.time() - t0
+        tokens_per_sec = micro_batch * block * grad_accum_steps / dt
+        print(
+            f"step {step:5d} | loss: {loss_accum.item():.6f} | lr {lr:.4e} | norm: {norm:.4f}"
+            f" | dt: {dt * 1000:.2f}ms | tok/sec: {tokens_per_sec:.2f}"
+        )
+        with open(log_file, "a") as f:
+            f.write(f"{step} train {loss_accum.item():.6f}\n")
+    kept = HERE / "build_nanogpt" / "log"
+    kept.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(log_file, kept / "log.txt")
+
+
 CASES = {
     "hf_trainer_no_tqdm": lambda: hf_trainer(disable_tqdm=True),
     "hf_trainer_tqdm": lambda: hf_trainer(disable_tqdm=False),
     "keras_verbose2": lambda: keras_fit(2),
     "keras_verbose1": lambda: keras_fit(1),
     "nanogpt": nanogpt_loop,
+    "build_nanogpt": build_nanogpt_loop,
     "lightning_bar": lightning_bar,
     "logging_epochs": lambda: logging_loop("epochs"),
     "logging_steps": lambda: logging_loop("steps"),
