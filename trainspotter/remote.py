@@ -23,10 +23,13 @@ optional `remote` extra; they are imported only when a URL is given, so the CLI 
 fast without them. Credentials come from where each back end looks (for S3: the
 `AWS_*` variables, `~/.aws`, an instance role; `AWS_ENDPOINT_URL_S3` names another
 server; for GCS: Google's default credentials, or fsspec's `FSSPEC_GS_TOKEN`; for the
-Hub: `HF_TOKEN`, `HF_ENDPOINT`). Back-end errors (botocore, aiohttp, google-auth,
-huggingface_hub each raise their own kinds), when a file system is set up or when it
-lists or reads, become the one-line `InputError` naming the URL without its query string;
-the tracebacks the back ends log on the way are kept off stderr (`_quiet_back_ends`).
+Hub: `HF_TOKEN`, `HF_ENDPOINT`). gcsfs finding no credentials goes on anonymously without
+a word, which reads a public bucket; when a listing or read then fails, the error says
+that it was anonymous and which credentials were looked for (`_anonymous_fallback`).
+Back-end errors (botocore, aiohttp, google-auth, huggingface_hub each raise their own
+kinds), when a file system is set up or when it lists or reads, become the one-line
+`InputError` naming the URL without its query string; the tracebacks the back ends log
+on the way are kept off stderr (`_quiet_back_ends`).
 """
 
 from __future__ import annotations
@@ -210,6 +213,30 @@ def _problem(exc: BaseException, failed: str = "cannot read") -> str:
     return f"{failed}: {kind}: {text[:300]}{hint}"
 
 
+GCS_LOOKED_FOR = (
+    "GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials "
+    "(`gcloud auth application-default login`), gcsfs's token cache (~/.gcs_tokens) and a "
+    "Google Cloud machine's metadata server"
+)
+
+
+def _anonymous_fallback(fs: Any, exc: BaseException) -> str:
+    """For gcsfs connected anonymously because it found no credentials (it tries Google's
+    default credentials, its token cache and the metadata server, then goes on without
+    any, silently: `GoogleCredentials.connect`), what it looked for; else nothing. A
+    public bucket reads fine that way; any other fails with 401 or 403."""
+    credentials = getattr(fs, "credentials", None)
+    fell_back = getattr(credentials, "method", None) == "anon"
+    if not fell_back or getattr(credentials, "token", None) is not None:
+        return ""  # credentials were found, or anonymous access was asked for
+    if isinstance(exc, FileNotFoundError):
+        return ""
+    return (
+        f"; no Google credentials were found, so gcsfs read the bucket anonymously "
+        f"(it looked for {GCS_LOOKED_FOR}; FSSPEC_GS_TOKEN can name a token file)"
+    )
+
+
 @dataclass
 class _Copy:
     """One mirrored object: where it is in the file system, and what was copied."""
@@ -267,7 +294,7 @@ class Mirror:
         except InputError:
             raise
         except Exception as exc:  # a back end's own error kinds (module docstring)
-            raise InputError(shown, _problem(exc)) from None
+            raise InputError(shown, _problem(exc) + _anonymous_fallback(fs, exc)) from None
         left = [f"{scheme}://{r}" for r in left_out]
         return Staged(base, pattern, f"{scheme}://", left)
 

@@ -17,6 +17,7 @@ from remote_support import Bucket, GcsBucket, HfRepo, reports_by_path
 from trainspotter.batch import analyze_paths
 from trainspotter.cli import main
 from trainspotter.config import Config
+from trainspotter.errors import InputError
 from trainspotter.gate import GateOptions, run_gate
 from trainspotter.remote import mirror
 from trainspotter.watch import Watcher, WatchOptions
@@ -242,6 +243,82 @@ def test_gcs_credentials_from_the_environment(gcs_env: str, tmp_path: Path) -> N
     assert done.stderr.startswith(f"trainspotter: error: {url}: cannot connect: JSONDecodeError: ")
     assert done.stderr.endswith(" (check the credentials in the environment)\n")
     assert done.stderr.count("\n") == 1
+
+
+def _no_google_credentials(env: dict[str, str], home: Path) -> dict[str, str]:
+    """A user with no Google credentials anywhere gcsfs looks: no variables, an empty home
+    (no gcloud configuration, no gcsfs token cache) and a metadata server that refuses
+    (a closed loopback port, where google-auth and gcsfs would ask a Google machine's)."""
+    env.update(
+        HOME=str(home),
+        CLOUDSDK_CONFIG=str(home / "gcloud"),
+        GCE_METADATA_HOST="127.0.0.1:9",
+        GCE_METADATA_IP="127.0.0.1:9",
+        NO_GCE_CHECK="true",
+        GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT="false",
+    )
+    return env
+
+
+def test_gcs_without_credentials_reads_a_public_bucket_anonymously(
+    gcs_env: str, tmp_path: Path
+) -> None:
+    """No credentials at all: gcsfs goes on anonymously, which reads a bucket open to
+    anyone (the emulator's are)."""
+    bucket = GcsBucket(gcs_env, "public")
+    local = EXAMPLES / "healthy/metrics.csv"
+    bucket.put("run/metrics.csv", local.read_bytes())
+    env = _no_google_credentials(_environment_without("FSSPEC_", "GOOGLE_", "CLOUDSDK_"), tmp_path)
+    report = tmp_path / "r.json"
+    url = bucket.url("run/metrics.csv")
+    done = _cli(["analyze", url, "--output", "json", "--out", str(report)], env)
+    assert done.returncode == main(["analyze", str(local)]), done.stderr
+    assert f'"source_path": "{url}"' in report.read_text()
+
+
+def test_gcs_refusing_an_anonymous_caller_says_which_credentials_were_looked_for(
+    gcs_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gcsfs finds no credentials and connects anonymously (what it really does, checked
+    here on its file system object); a private bucket then answers 401, raised as gcsfs
+    raises it (`validate_response` with GCS's body), and the one-line error says the read
+    was anonymous and what was looked for. Asked for anonymous access, no such words."""
+    import fsspec.config
+    from gcsfs.retry import validate_response
+
+    from trainspotter import remote
+
+    for name in [k for k in os.environ if k.startswith(("GOOGLE_", "CLOUDSDK_", "FSSPEC_"))]:
+        monkeypatch.delenv(name)
+    for name, value in _no_google_credentials({}, tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(fsspec.config.conf, "gs", {})
+    bucket = GcsBucket(gcs_env, "private")
+    bucket.put("run/metrics.csv", (EXAMPLES / "healthy/metrics.csv").read_bytes())
+    fs, _ = remote.filesystem(bucket.url("run/*.csv"))
+    assert (fs.credentials.method, fs.credentials.token) == ("anon", None)
+    body = (
+        b'{"error": {"code": 401, "message": "Anonymous caller does not have '
+        b"storage.objects.list access to the Google Cloud Storage bucket. Permission "
+        b"'storage.objects.list' denied on resource (or it may not exist).\"}}"
+    )
+    monkeypatch.setattr(fs, "find", lambda *a, **k: validate_response(401, body, "b/private/o"))
+    monkeypatch.setattr(fs, "info", lambda *a, **k: {"type": "directory"})
+    with pytest.raises(InputError) as caught:
+        remote.Mirror(tmp_path / "mirror").stage(bucket.url("run/*.csv"))
+    problem = caught.value.problem
+    assert problem.startswith("cannot read: HttpError: Anonymous caller does not have")
+    assert problem.endswith(
+        "; no Google credentials were found, so gcsfs read the bucket anonymously (it looked "
+        f"for {remote.GCS_LOOKED_FOR}; FSSPEC_GS_TOKEN can name a token file)"
+    )
+    monkeypatch.setitem(fsspec.config.conf, "gs", {"token": "anon"})
+    asked, _ = remote.filesystem(bucket.url("run/*.csv"))
+    assert (asked.credentials.method, asked.credentials.token) == ("anon", "anon")
+    error = OSError("Forbidden: b/private/o")
+    assert remote._anonymous_fallback(asked, error) == ""
+    assert "no Google credentials" in remote._anonymous_fallback(fs, error)
+    assert remote._anonymous_fallback(fs, FileNotFoundError("b/private/o")) == ""
 
 
 def test_the_gate_reports_a_failed_listing_and_checks_the_other_logs(
