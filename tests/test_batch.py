@@ -28,7 +28,7 @@ def square(value: int) -> int:
 
 
 def test_parallel_map_keeps_order_and_returns_errors_in_place() -> None:
-    results = batch.parallel_map(square, list(range(40)), jobs=2)
+    results = list(batch.parallel_map(square, list(range(40)), jobs=2))
     assert [r for r in results if not isinstance(r, TrainspotterError)] == [
         v * v for v in range(40) if v not in (3, 4)
     ]
@@ -84,7 +84,7 @@ def test_analyze_targets_returns_each_error_and_analyze_paths_raises_the_first(
 def test_progress_bar_is_drawn_and_erased(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch, "PROGRESS_AFTER", 0.0)
     stream = io.StringIO()
-    batch.parallel_map(square, [1, 2, 5], jobs=1, progress=stream, label="logs")
+    list(batch.parallel_map(square, [1, 2, 5], jobs=1, progress=stream, label="logs"))
     text = stream.getvalue()
     assert "3/3 logs" in text and text.endswith("\r\x1b[2K")
 

@@ -10,8 +10,8 @@ caller can report every log and decide itself (the gate lists every failure; `an
 stops at the first), and a sweep keeps only what its reports need of each log.
 `analyze_paths(paths, config, jobs=...)` is `trainspotter analyze`'s front end: expand the
 paths and globs as the gate does, analyse in parallel, raise the first error in path order.
-`parallel_map` (a list) and `iter_map` (yielded in order) are the generic part, for any
-picklable module-level function.
+`parallel_map` (results yielded in order) is the generic part, for any picklable
+module-level function.
 
 Why processes: the readers and detectors are numpy and pandas code that holds the GIL for
 most of its Python-level glue, so threads would not use a second core; one process per
@@ -24,7 +24,7 @@ out ahead of the caller, so finished analyses do not pile up in memory; results 
 in order, so the output does not depend on which worker finished first. With one job, or
 one target, nothing is forked.
 
-Past one machine, `dask_map` is `iter_map` on a Dask cluster (an existing scheduler,
+Past one machine, `dask_map` is `parallel_map` on a Dask cluster (an existing scheduler,
 or a LocalCluster started here); `analyze_targets(engine="dask")` sends each log as bytes
 to the pure per-log check `sweep.check_log_bytes`, so a worker needs no access to our
 disk. Dask does the scheduling; this module only submits chunks and gathers them in order.
@@ -148,24 +148,13 @@ def parallel_map(
     jobs: int | None = None,
     progress: TextIO | None = None,
     label: str = "",
-) -> list[R | TrainspotterError]:
-    """`[func(item) for item in items]` on `jobs` processes (default: every core), in
-    order; an item whose call raised a TrainspotterError gets that error in its place.
-    Any other exception (a bug) propagates. `func` and the items must pickle."""
-    return list(iter_map(func, items, jobs=jobs, progress=progress, label=label))
-
-
-def iter_map(
-    func: Callable[[T], R],
-    items: Sequence[T],
-    *,
-    jobs: int | None = None,
-    progress: TextIO | None = None,
-    label: str = "",
 ) -> Iterator[R | TrainspotterError]:
-    """`parallel_map`, each result yielded as soon as it and those before it are done;
-    at most IN_FLIGHT chunks per worker are handed out ahead of the one being read, so
-    results never pile up faster than the caller takes them."""
+    """`func(item)` for each item on `jobs` processes (default: every core), each result
+    yielded in order as soon as it and those before it are done; an item whose call
+    raised a TrainspotterError gets that error in its place. Any other exception (a bug)
+    propagates. `func` and the items must pickle. At most IN_FLIGHT chunks per worker are
+    handed out ahead of the one being read, so results never pile up faster than the
+    caller takes them."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     jobs = min(jobs, len(items))
     bar = _Progress(progress, len(items), label)
@@ -216,7 +205,7 @@ def dask_map(
     progress: TextIO | None = None,
     label: str = "",
 ) -> Iterator[R | TrainspotterError]:
-    """`iter_map` on a Dask cluster: the one at `scheduler` (`tcp://host:port`), or a
+    """`parallel_map` on a Dask cluster: the one at `scheduler` (`tcp://host:port`), or a
     LocalCluster of `workers` processes (default: every core) started here and stopped
     when the iteration ends. Items are sent in chunks, a bounded number in flight (the
     items, e.g. logs' bytes, are made as they are sent), and the results come back in
@@ -315,7 +304,7 @@ def analyze_targets(
     if engine == "dask":
         return _analyze_on_dask(targets, config, fmt, run_name, jobs, scheduler, progress)
     work = functools.partial(check_target, config=config, fmt=fmt, run_name=run_name)
-    return iter_map(work, targets, jobs=jobs, progress=progress, label="logs")
+    return parallel_map(work, targets, jobs=jobs, progress=progress, label="logs")
 
 
 def _analyze_on_dask(
@@ -390,6 +379,5 @@ __all__ = [
     "check_run",
     "check_target",
     "default_jobs",
-    "iter_map",
     "parallel_map",
 ]
