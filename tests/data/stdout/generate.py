@@ -46,11 +46,13 @@ Regenerate (from the repository root, in a separate environment)::
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SEED = 7
@@ -144,6 +146,30 @@ def keras_fit(verbose: int) -> None:
     model.fit(x, y, epochs=8, batch_size=32, validation_split=0.2, verbose=verbose)
 
 
+def _markov_text(vocab: int) -> tuple[Any, Any]:
+    """The nanoGPT-style loops' data: 20,000 tokens, each the previous one's fixed
+    successor 90% of the time, else random; split 90/10 into train and validation."""
+    import torch
+
+    successor = torch.randperm(vocab)
+    data = torch.empty(20000, dtype=torch.long)
+    data[0] = 0
+    for i in range(1, len(data)):
+        data[i] = successor[data[i - 1]] if torch.rand(()) > 0.1 else torch.randint(vocab, ())
+    split = int(0.9 * len(data))
+    return data[:split], data[split:]
+
+
+def _batch(source: Any, block: int, rows: int) -> tuple[Any, Any]:
+    """`rows` random windows of `block` tokens and the same windows one token on."""
+    import torch
+
+    ix = torch.randint(len(source) - block - 1, (rows,))
+    x = torch.stack([source[i : i + block] for i in ix])
+    y = torch.stack([source[i + 1 : i + 1 + block] for i in ix])
+    return x, y
+
+
 def nanogpt_loop() -> None:
     import time
 
@@ -152,19 +178,8 @@ def nanogpt_loop() -> None:
 
     torch.manual_seed(SEED)
     vocab, block, batch = 32, 16, 16
-    successor = torch.randperm(vocab)
-    data = torch.empty(20000, dtype=torch.long)
-    data[0] = 0
-    for i in range(1, len(data)):
-        data[i] = successor[data[i - 1]] if torch.rand(()) > 0.1 else torch.randint(vocab, ())
-    split = int(0.9 * len(data))
-    train_data, val_data = data[:split], data[split:]
-
-    def get_batch(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        ix = torch.randint(len(source) - block - 1, (batch,))
-        x = torch.stack([source[i : i + block] for i in ix])
-        y = torch.stack([source[i + 1 : i + 1 + block] for i in ix])
-        return x, y
+    train_data, val_data = _markov_text(vocab)
+    get_batch = functools.partial(_batch, block=block, rows=batch)
 
     class Bigramish(nn.Module):
         def __init__(self) -> None:
@@ -389,19 +404,8 @@ def build_nanogpt_loop() -> None:
 
     torch.manual_seed(SEED)
     vocab, block, micro_batch, grad_accum_steps = 32, 16, 8, 2
-    successor = torch.randperm(vocab)
-    data = torch.empty(20000, dtype=torch.long)
-    data[0] = 0
-    for i in range(1, len(data)):
-        data[i] = successor[data[i - 1]] if torch.rand(()) > 0.1 else torch.randint(vocab, ())
-    split = int(0.9 * len(data))
-    train_data, val_data = data[:split], data[split:]
-
-    def get_batch(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        ix = torch.randint(len(source) - block - 1, (micro_batch,))
-        x = torch.stack([source[i : i + block] for i in ix])
-        y = torch.stack([source[i + 1 : i + 1 + block] for i in ix])
-        return x, y
+    train_data, val_data = _markov_text(vocab)
+    get_batch = functools.partial(_batch, block=block, rows=micro_batch)
 
     class Tiny(nn.Module):
         def __init__(self) -> None:
