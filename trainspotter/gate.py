@@ -383,6 +383,7 @@ def _write_outputs(
             for analysis, file_name, staged in zip(analyses, names, pages.staged, strict=True):
                 page = staged.read_text(encoding="utf-8")
                 written.html_files.append(write_inside(folder, f"html/{file_name}", page))
+                staged.unlink()  # the staged pages never take twice their room on disk
                 entries.append((analysis.run.source_path, file_name, analysis.worst))
             if entries:
                 index = write_inside(folder, "html/index.html", index_html(entries))
