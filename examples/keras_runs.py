@@ -27,6 +27,13 @@ these logs are a handful of rows, as most published Keras logs are.
   on all 517: ``val_loss`` wobbles from epoch to epoch (0.21-0.39 over the last 12 epochs)
   around a converged level, the ordinary late jitter of a short Keras run (wild3 keras/013,
   keras/015), which one evaluation still resolves to better than a 1.5x difference.
+- ``keras_finetune_overfit_4_epochs``: a pretrained MLP fine-tuned for 4 logged epochs on
+  200 digits half of whose labels are random: ``val_loss`` is lowest at epoch 0 and higher
+  at each later epoch, under 25% above it (overfitting that rests on the order of 4
+  evaluations, not on a large effect).
+- ``keras_eight_val_samples``: the jittery setup on 30 training digits for 14 epochs,
+  validated on 8 digits: ``val_accuracy`` takes values k/8 (the binomial error of 8
+  samples, which 14 quantised evaluations' jitter estimate cannot show).
 
 Environment (see examples/README.md; the framework venv plus Keras)::
 
@@ -90,6 +97,7 @@ def fit_logged(
     epochs: int,
     batch_size: int = 32,
     val_rows: int | None = None,
+    metrics: tuple[str, ...] = ("accuracy",),
 ) -> dict[str, list[float]]:
     """Compile, fit with ``CSVLogger`` into ``examples/<name>/training.log``, return History.
     Validation on the first `val_rows` eval digits (all by default)."""
@@ -98,7 +106,7 @@ def fit_logged(
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate),
         loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
+        metrics=list(metrics),
     )
     history = model.fit(
         *train,
@@ -317,11 +325,158 @@ def keras_jittery_val_healthy(data: Digits) -> dict[str, Any]:
     }
 
 
+FINETUNE_ROWS = 200
+FINETUNE_NOISY_FRACTION = 0.5
+FINETUNE_LR = 1.5e-4
+FINETUNE_EPOCHS = 4
+
+
+def keras_finetune_overfit_4_epochs(data: Digits) -> dict[str, Any]:
+    """A model trained on the clean digits (not logged), then fine-tuned for 4 logged epochs
+    on 200 digits half of whose labels are random: it memorises them, so the clean
+    val_loss is best after the first logged epoch and higher after each one."""
+    seed = 0
+    keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = classifier((256,))
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    model.fit(data.x_train, data.y_train, epochs=15, batch_size=32, verbose=0)  # pretraining
+    labels = data.y_train[-FINETUNE_ROWS:].copy()
+    noisy = rng.random(labels.size) < FINETUNE_NOISY_FRACTION
+    labels[noisy] = rng.integers(0, 10, int(noisy.sum()))
+    train = (data.x_train[-FINETUNE_ROWS:], labels)
+    name = "keras_finetune_overfit_4_epochs"
+    # Loss only (no accuracy metric), as many fine-tuning logs: at this small LR the
+    # argmax of almost every eval digit stays put, so an accuracy would not move.
+    h = fit_logged(
+        name, model, FINETUNE_LR, train, data, FINETUNE_EPOCHS, batch_size=16, metrics=()
+    )
+    val_loss, loss = h["val_loss"], h["loss"]
+    rise = 100 * (val_loss[-1] / val_loss[0] - 1)
+    # What the run is for: best first, higher at each later epoch, a moderate rise (under
+    # the 25% a 3-evaluation run needs), the train loss falling at every epoch.
+    assert all(b > a for a, b in itertools.pairwise(val_loss)), val_loss
+    assert all(b < a for a, b in itertools.pairwise(loss)), loss
+    assert 5 <= rise < 25, val_loss
+    return {
+        "summary": (
+            "Keras 64-256-10 MLP trained on the 1,280 clean digits (15 epochs, not logged), "
+            f"then fine-tuned for {FINETUNE_EPOCHS} logged epochs (Adam {FINETUNE_LR:g}, "
+            f"batch 16) on {FINETUNE_ROWS} digits with {FINETUNE_NOISY_FRACTION:.0%} random "
+            f"labels: the train loss falls every epoch, val_loss is best at epoch 0 and "
+            f"higher at each later epoch, {rise:.0f}% above it at the last. CSVLogger, loss "
+            "only (no accuracy metric)."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "overfitting",
+                "detector": "overfitting",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "best_step": 0,
+                "step_range": [0, FINETUNE_EPOCHS - 1],
+                "best_eval_loss": rounded(val_loss[0]),
+                "last_eval_loss": rounded(val_loss[-1]),
+                "eval_rise_percent": rounded(rise),
+                "evaluations": FINETUNE_EPOCHS,
+                "criterion": (
+                    "the lowest evaluation, then 3 each higher than the one before "
+                    "(1/(4 x 3!) = 0.042 under exchangeable noise) and 5%+ above it"
+                ),
+                "min_severity": "warning",
+                "max_severity": "warning",
+            }
+        ],
+        **epoch_log_layout(FINETUNE_EPOCHS),
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "noisy_labels": int(noisy.sum()),
+            "val_loss": [rounded(v) for v in val_loss],
+            "train_loss": [rounded(v) for v in loss],
+            "framework": "keras",
+        },
+    }
+
+
+SMALL_VAL = 8
+SMALL_VAL_ROWS = 30
+SMALL_VAL_EPOCHS = 14
+
+
+def keras_eight_val_samples(data: Digits) -> dict[str, Any]:
+    """The jittery setup on the first 30 training digits, 14 epochs, validated on 8: fewer
+    evaluations than a jitter estimate needs (16), the shape of most Keras logs."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(128),
+            keras.layers.BatchNormalization(),
+            keras.layers.Activation("relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+    train = (data.x_train[:SMALL_VAL_ROWS], data.y_train[:SMALL_VAL_ROWS])
+    name = "keras_eight_val_samples"
+    h = fit_logged(
+        name, model, JITTERY_LR, train, data, SMALL_VAL_EPOCHS, JITTERY_BATCH, SMALL_VAL
+    )
+    accuracy = h["val_accuracy"]
+    # What the run is for: val_accuracy takes values k/8 only.
+    assert all(abs(a * SMALL_VAL - round(a * SMALL_VAL)) < 1e-4 for a in accuracy), accuracy
+    late = accuracy[SMALL_VAL_EPOCHS // 2 :]
+    right = sorted({round(a * SMALL_VAL) for a in late})
+    return {
+        "summary": (
+            f"Keras 64-128(BatchNorm)-10 MLP, Adam {JITTERY_LR:g}, batch {JITTERY_BATCH}, on "
+            f"the first {SMALL_VAL_ROWS} training digits for {SMALL_VAL_EPOCHS} epochs, "
+            f"validated on {SMALL_VAL} eval digits after every epoch. CSVLogger. "
+            f"val_accuracy takes values k/{SMALL_VAL} only (late epochs: {right} of "
+            f"{SMALL_VAL} right): one evaluation's binomial standard error is far larger "
+            "than its few quantised values' jitter shows, and the best epoch is a draw."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "noisy_eval",
+                "detector": "eval_noise",
+                "metric": "val_accuracy",
+                "log_column": "val_accuracy",
+                "step_range": [SMALL_VAL_EPOCHS // 2, SMALL_VAL_EPOCHS - 1],
+                "eval_samples_per_evaluation": SMALL_VAL,
+                "late_right_digits": right,
+                "min_severity": "warning",
+            }
+        ],
+        "may_also_flag": {
+            "eval_noise": "val_loss on 8 digits jitters too (true)",
+            "overfitting": "val_loss on 8 digits wanders up and down by 2x (true of the data)",
+            "plateau": "the train loss levels off (info): true",
+        },
+        **epoch_log_layout(SMALL_VAL_EPOCHS),
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "val_loss": [rounded(v) for v in h["val_loss"]],
+            "val_accuracy": [rounded(v) for v in accuracy],
+            "framework": "keras",
+        },
+    }
+
+
 RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
     "keras_frozen": keras_frozen,
     "keras_short_overfit": keras_short_overfit,
     "keras_tiny_val_set": keras_tiny_val_set,
     "keras_jittery_val_healthy": keras_jittery_val_healthy,
+    "keras_finetune_overfit_4_epochs": keras_finetune_overfit_4_epochs,
+    "keras_eight_val_samples": keras_eight_val_samples,
 }
 
 

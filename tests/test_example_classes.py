@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from trainspotter.analysis import ABSTAINED, RAN, Analysis, analyze
-from trainspotter.detectors.eval_rise import SustainedRise, sustained_rise
+from trainspotter.detectors.eval_lattice import sample_lattice
+from trainspotter.detectors.eval_rise import SustainedRise, short_rise, sustained_rise
 from trainspotter.detectors.overfitting import OverfittingParams
 from trainspotter.detectors.stuck import stuck_finding
 from trainspotter.model import Finding, Severity
@@ -106,6 +107,38 @@ def test_three_epoch_keras_overfitting_is_found_and_says_it_rests_on_three() -> 
     assert "rests on only 3 evaluations" in message
     keep = finding.fixes[0]
     assert "Keras" in keep and "load_best_model_at_end" not in texts(finding)
+
+
+def test_four_epoch_keras_overfitting_rests_on_the_order_of_its_evaluations() -> None:
+    """keras_finetune_overfit_4_epochs: val_loss lowest at epoch 0 and higher at each of the
+    3 epochs after it, under 25% (the 3-evaluation bar) but 5%+ above it: the order alone
+    is chance with probability 1/(4 x 3!) = 0.042, so the short-run rule reports it."""
+    path = log_of("keras_finetune_overfit_4_epochs")
+    truth = EXPECTED["keras_finetune_overfit_4_epochs"]["pathologies"][0]
+    val_loss = csv_column(path, "val_loss")
+    values = [v for _, v in val_loss]
+    assert len(values) == 4 and all(b > a for a, b in itertools.pairwise(values))
+    rise = 100 * (values[-1] / values[0] - 1)
+    assert 5 <= rise < 25 and truth["best_step"] == val_loss[0][0]
+    finding = only(loud(path), "overfitting", "eval/loss")
+    assert finding.severity is Severity.WARNING  # 4 evaluations: never an error (class 12)
+    assert (finding.step_start, finding.step_end) == (val_loss[0][0], val_loss[-1][0])
+    assert f"bottomed out at {values[0]:.4g} at step {val_loss[0][0]}" in finding.message
+    assert f"risen to {values[-1]:.4g} (the last evaluation; +{rise:.0f}%" in finding.message
+    assert "rests on only 4 evaluations" in finding.message and "= 0.042" in finding.message
+    # The same numbers with 3 evaluations (order chance 1/6) need the 25% effect instead.
+    params = OverfittingParams()
+    short = np.array(values[1:])
+    assert (
+        short_rise(
+            short,
+            min_after=params.min_points_after_min,
+            min_rise=params.min_relative_rise,
+            few_points_rise=params.few_points_rise,
+            alpha=params.trend_alpha,
+        )
+        is None
+    )
 
 
 # --- class 6: eval worse while train does not improve --------------------------------------
@@ -209,6 +242,40 @@ def test_a_tiny_validation_set_cannot_rank_checkpoints() -> None:
     assert f"({1 - median:.3g}: 1 minus its median {median:.3g})" in finding.message
     assert float(finding.evidence["jitter_to_distance"]) >= 0.215
     assert "cannot tell a checkpoint from one with 1.5x its error" in finding.message
+
+
+def test_an_accuracy_on_eight_samples_is_judged_by_its_binomial_error() -> None:
+    """keras_eight_val_samples: 14 epochs (under the 16 a jitter estimate needs) validated
+    on 8 digits. val_accuracy only takes values k/8: the lattice gives n = 8 and the
+    binomial standard error sqrt(p(1-p)/8) at its late median is the noise floor."""
+    truth = EXPECTED["keras_eight_val_samples"]["pathologies"][0]
+    path = log_of("keras_eight_val_samples")
+    values = [v for _, v in csv_column(path, "val_accuracy")]
+    assert len(values) == 14 and all(abs(v * 8 - round(v * 8)) < 1e-6 for v in values)
+    finding = only(loud(path), "eval_noise", "val_accuracy")
+    assert finding.severity is Severity.WARNING
+    assert [finding.step_start, finding.step_end] == truth["step_range"]
+    assert finding.evidence["eval_samples_from_lattice"] == 8
+    p = statistics.median(values[7:])
+    se = (p * (1 - p) / 8) ** 0.5
+    assert f"late median {p:.3g} then has a binomial standard error of {se:.3g}" in (
+        finding.message
+    )
+    assert "every one a multiple of 1/8" in finding.message
+
+
+def test_the_binomial_floor_needs_a_coarse_lattice() -> None:
+    """On all 517 eval digits (keras_jittery_val_healthy) the lattice is n = 517, one sample
+    is far below the jitter the evaluations show: no floor, no eval_noise warning."""
+    path = log_of("keras_jittery_val_healthy")
+    values = np.array([v for _, v in csv_column(path, "val_accuracy")])
+    lattice = sample_lattice("val_accuracy", values)
+    assert lattice is not None and lattice.samples == 517
+    assert not [f for f in loud(path) if f.detector == "eval_noise"]
+    # A loss, an F1 or values off any lattice get none.
+    assert sample_lattice("val_loss", values) is None
+    assert sample_lattice("val_f1", values) is None
+    assert sample_lattice("val_accuracy", values + 1e-3 * np.sqrt(np.arange(values.size))) is None
 
 
 def test_ordinary_late_jitter_of_a_short_keras_run_is_no_warning() -> None:

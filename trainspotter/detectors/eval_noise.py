@@ -11,6 +11,7 @@ import numpy as np
 from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Detector, Reads
+from trainspotter.detectors.eval_lattice import SampleLattice, sample_lattice
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "eval_noise"
@@ -60,6 +61,10 @@ class EvalNoiseParams:
     checkpoint then cannot tell a checkpoint from one with 1.5x its loss or error rate."""
     trend_alpha: float = 0.05
     """Stand down when the judged half has a trend significant at this level."""
+    min_lattice_points: int = 8
+    """An accuracy on a coarse sample lattice (`eval_lattice`) needs only this many
+    evaluations (four judged): its noise floor comes from the eval set's size, not from
+    the jitter of its points."""
 
 
 _HIGHER_IS_BETTER = re.compile(
@@ -175,6 +180,19 @@ class EvalNoiseDetector(
       1.5x its loss or error. Info otherwise: the late checkpoints are equal within a
       resolution that still separates clearly different models.
 
+    - Small eval sets (`eval_lattice`): an accuracy-type metric (accuracy, exact match,
+      top-k: right answers over all eval samples) measured on n samples only takes values
+      k/n. The smallest n whose lattice holds every logged value (4+ distinct values,
+      float32 or six-decimal precision, n up to 2,000) is the eval set's size or a divisor
+      of it. Each evaluation is then a binomial proportion with standard error
+      sqrt(p(1-p)/n) about the checkpoint's true accuracy (p: the judged half's median).
+      When the lattice step 1/n is at least the second-difference sigma (a median of
+      second differences of values on so coarse a lattice is mostly exact zeros, so it
+      understates), that standard error replaces the 95% bound above when larger, and
+      the metric is judged from `min_lattice_points` (8) evaluations: the floor comes from
+      the eval set's size, not from the jitter of a few points. The message names the
+      lattice, n and the standard error.
+
     Minimum sample: `min_points` = 16 evaluations, so the judged half has eight points:
     the trend test's minimum, six second differences for the jitter (from fewer, a robust
     sigma is a guess within a factor of two) and four per median. The message states the
@@ -198,17 +216,24 @@ class EvalNoiseDetector(
     sheds one bend, not several). Ordinary epoch-to-epoch jitter of a short Keras run on a
     few thousand validation images (a val loss wobbling 10-20% of its level around a
     converged value) is an info note, not a warning: one evaluation still resolves a 1.5x
-    difference. A metric quantised to a few values (a 6-sample accuracy in steps of 1/6)
-    can have a second-difference MAD of 0 and then reads as jitter-free (missed, not a
-    false alarm); runs under 16 evaluations are not judged at all, however wild their
-    jitter. The error scale makes a near-perfect accuracy sensitive: 0.99 jittering by
+    difference. Runs under 16 evaluations are not judged, however wild their jitter,
+    unless they are an accuracy on a coarse sample lattice (8 evaluations suffice). The
+    binomial floor: the true eval set can be a multiple of the lattice's n (every count
+    even by chance: unlikely over 4+ distinct values, and the standard error is then
+    overstated by sqrt(2) per doubling); a fixed eval set evaluated on checkpoints that
+    agree on most samples orders them better than two independent binomial draws would
+    (the floor applies only where the lattice step, one sample, is at least the observed
+    jitter, so a 500-sample set at 97% keeps its own jitter estimate); a mean of
+    per-batch accuracies, a weighted or a rounded accuracy has no lattice and gets no
+    floor (a miss, never a false alarm). The error scale makes a near-perfect accuracy sensitive: 0.99 jittering by
     0.005 (half its error) is a warning if it does not improve; true, since that eval set
     cannot rank such models, but a user may not care. A loss near zero or negative uses
     its spread as its level (`stats.level_scale`), where "1.5x its loss" is approximate.
 
     **Example.** `examples/noisy_eval/trainer_state.json`: a warning from step 525, the
     second half of the run, where every evaluation used a fresh random 16 eval samples.
-    Silent on `examples/healthy/trainer_state.json`.
+    The binomial floor: `examples/keras_eight_val_samples/training.log`, a warning from
+    step 7 on val_accuracy (14 epochs validated on 8 digits: values k/8). Silent on `examples/healthy/trainer_state.json`.
     """
 
     def detect(self, run: Run, params: EvalNoiseParams) -> list[Finding]:
@@ -223,27 +248,48 @@ class EvalNoiseDetector(
         return findings
 
 
+def _binomial_floor(
+    metric: str, y: FloatArray, late: FloatArray, sigma: float
+) -> tuple[SampleLattice, float] | None:
+    """The lattice of an accuracy-type metric and the binomial standard error at its late
+    median, when the lattice step (one eval sample) is at least the jitter the points show:
+    a robust jitter estimate of values on so coarse a lattice is mostly exact zeros."""
+    lattice = sample_lattice(metric, y)
+    if lattice is None or lattice.step < sigma:
+        return None
+    se = lattice.standard_error(float(np.median(late)))
+    return (lattice, se) if se > 0 else None
+
+
 def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | None:
     """The eval_noise finding for one metric, or None."""
     x, y = stats.finite_xy(series.steps, series.values)
-    if y.size < max(params.min_points, 2 * MIN_TREND_POINTS):
+    if y.size < params.min_lattice_points:
         return None
     late_x, late = x[y.size // 2 :], y[y.size // 2 :]
     sigma = stats.second_difference_sigma(late)
+    floor = _binomial_floor(metric, y, late, sigma) if late.size >= 3 else None
+    if floor is None and y.size < max(params.min_points, 2 * MIN_TREND_POINTS):
+        return None
+    # The verdict rests on the least jitter the points allow (one-sided 95% bound): from
+    # 8-20 evaluations the point estimate is uncertain by a factor of about 1.5-2. A
+    # coarse sample lattice puts the binomial standard error under it as a floor.
+    sigma_low = sigma * math.exp(-CONFIDENCE_Z * SIGMA_LOG_SPREAD / math.sqrt(late.size))
+    if floor is not None and floor[1] > sigma_low:
+        sigma_low = floor[1]
+    else:
+        floor = None
     # A stretch that still trends (up or down) by more than its jitter ranks its
     # checkpoints by the trend itself: significant, and a fitted change of at least
     # `snr_threshold` sigma (the p-value alone is never a verdict).
     trend = stats.trend_test(late_x, late)
     if trend is not None and (trend.p_value < params.trend_alpha or abs(trend.tau) >= MONOTONE_TAU):
         fitted = abs(trend.slope) * float(late_x[-1] - late_x[0])
-        if fitted >= params.snr_threshold * sigma:
+        if fitted >= params.snr_threshold * max(sigma, sigma_low):
             return None
     level = stats.level_scale(late)
-    # The verdict rests on the least jitter the points allow (one-sided 95% bound): from
-    # 8-20 evaluations the point estimate is uncertain by a factor of about 1.5-2.
-    sigma_low = sigma * math.exp(-CONFIDENCE_Z * SIGMA_LOG_SPREAD / math.sqrt(late.size))
     relative = sigma_low / level if level > 0 else float("inf")
-    if sigma <= 0 or relative < params.min_relative_jitter:
+    if sigma_low <= 0 or relative < params.min_relative_jitter:
         return None
     earlier, later = np.array_split(late, 2)
     improvement = abs(float(np.median(later)) - float(np.median(earlier)))
@@ -259,11 +305,17 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
     severity = Severity.WARNING if unresolved else Severity.INFO
     worse = "loss" if names.is_loss_like(metric) else "error"
     total = abs(float(np.median(y[-late.size // 2 :])) - float(np.median(y[: late.size // 2])))
+    if floor is None:
+        jitter = (
+            f"jitters by about {sigma:.3g} (robust sigma of second differences; at least "
+            f"{sigma_low:.3g} at 95% confidence, {relative:.0%} of its median level "
+            f"{level:.3g}) from one evaluation to the next"
+        )
+    else:
+        jitter = _lattice_text(metric, floor[0], float(np.median(late)), sigma, sigma_low)
     message = (
         f"Over the second half of the run (steps {int(late_x[0])}-{int(late_x[-1])}, "
-        f"{late.size} of its {y.size} evaluations) {metric} jitters by about {sigma:.3g} "
-        f"(robust sigma of second differences; at least {sigma_low:.3g} at 95% confidence, "
-        f"{relative:.0%} of its median level {level:.3g}) from one evaluation to the next, "
+        f"{late.size} of its {y.size} evaluations) {metric} {jitter}, "
         f"while the medians of the two halves of that stretch differ by {improvement:.3g} "
         f"({snr:.1f} times that least jitter): the "
         "checkpoints of that stretch cannot be ranked by it. (Over the whole run the median "
@@ -310,6 +362,7 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
             "resolution": resolution,
             "distance_to_ideal": distance,
             "jitter_to_distance": to_ideal,
+            "eval_samples_from_lattice": floor[0].samples if floor is not None else 0,
         },
         fixes=(
             "Evaluate on a larger eval set: the jitter shrinks as 1/sqrt(number of examples)",
@@ -318,6 +371,22 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
             "Pick checkpoints by a smoothed eval curve (median of 3-5 evaluations) or average "
             "the weights of the last checkpoints",
         ),
+    )
+
+
+def _lattice_text(
+    metric: str, lattice: SampleLattice, median: float, sigma: float, se: float
+) -> str:
+    """The binomial floor in words: the lattice seen, the eval size, the standard error."""
+    return (
+        f"takes only values on a lattice of step {lattice.step:.4g} ({lattice.distinct} "
+        f"distinct values, every one a multiple of 1/{lattice.samples}"
+        f"{' %' if lattice.scale == 100 else ''}): an eval set of about {lattice.samples} "
+        f"samples (or a multiple of {lattice.samples}). One evaluation of {metric} at its "
+        f"late median {median:.3g} then has a binomial standard error of {se:.3g} "
+        f"(sqrt(p(1-p)/{lattice.samples})) about the checkpoint's true value, more than "
+        f"the {sigma:.3g} its evaluations' robust sigma of second differences shows on so "
+        "coarse a lattice"
     )
 
 

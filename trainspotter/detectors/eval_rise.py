@@ -5,6 +5,10 @@
   noisy evaluations plus the spread of a median);
 - `train_trend`, `train_clause`: what the train loss did over the same evaluations, in
   words its quoted numbers agree with;
+- `Rise`, `short_rise`, `short_run_text`: a rise from the lowest evaluation, and the
+  short-run rule (the order of the evaluations after the lowest, when there are too few
+  for a jitter estimate) with what it rests on, in words;
+- `degrading_title`: the title of an eval loss that got worse without a falling train loss;
 - `other_best`, `keep_best_fix`: the best checkpoint by another quality metric, and how to
   keep the best one in the words of the log's framework.
 
@@ -134,6 +138,78 @@ def sustained_rise(
                 after,
             )
     return None
+
+
+@dataclass(frozen=True)
+class Rise:
+    """How an eval loss rose from its (smoothed) minimum."""
+
+    k: int
+    """Index of the smoothed minimum."""
+    width: int
+    min_level: float
+    end_level: float
+    sigma: float
+    level: float
+    after: int
+    """Evaluations after the minimum."""
+    few: bool
+    """Judged on the short-run rule (fewer than `short_run_evals` evaluations)."""
+    rank_p: float = 1.0
+    """Short-run rule: the chance that exchangeable noise puts the lowest evaluation
+    `after` from the end with every later one higher than the one before."""
+
+    @property
+    def rise(self) -> float:
+        return self.end_level - self.min_level
+
+
+def short_rise(
+    y: FloatArray, *, min_after: int, min_rise: float, few_points_rise: float, alpha: float
+) -> Rise | None:
+    """A short run's rise (fewer than 8 evaluations, too few for a jitter
+    estimate): the lowest evaluation, then `min_after` or more, each higher than
+    the one before, the last `min_rise` above the lowest when that order alone is
+    significant (1 / (n m!) < `alpha` for m rises among n evaluations), else
+    `few_points_rise` above it (the effect size carries the evidence); None otherwise."""
+    n = int(y.size)
+    k = int(np.argmin(y))
+    after = n - 1 - k
+    if after < min_after or not bool(np.all(np.diff(y[k:]) > 0)):
+        return None
+    min_level, end = float(y[k]), float(y[-1])
+    level = abs(min_level) if min_level != 0 else stats.level_scale(y)
+    rank_p = 1.0 / (n * math.factorial(after))
+    needed = min_rise if rank_p < alpha else few_points_rise
+    if level <= 0 or end - min_level < needed * level:
+        return None
+    return Rise(k, 1, min_level, end, curve_noise(y), level, after, few=True, rank_p=rank_p)
+
+
+def short_run_text(n: int, shape: Rise, alpha: float) -> str:
+    """What a short-run finding rests on, in numbers (class 12: severity follows evidence)."""
+    order = (
+        f" This rests on only {n} evaluations: the lowest, then {shape.after} each higher "
+        f"than the one before, an order exchangeable noise gives with probability "
+        f"1/({n} x {shape.after}!) = {shape.rank_p:.2g}"
+    )
+    if shape.rank_p < alpha:
+        return order + ": the order itself is unlikely to be chance."
+    return (
+        order + ", too likely to decide alone: the rise's size does (a rise this large is hard "
+        "to get by chance), but one more evaluation would tell a trend from a one-off bump."
+    )
+
+
+def degrading_title(metric: str, trend: TrainTrend, rise_pct: float) -> str:
+    """The title of an eval loss that got worse while the train loss did not fall: says
+    what the train loss did instead (the detector id stays `overfitting`)."""
+    how = {
+        "rising": f"while {names.TRAIN_LOSS} rises",
+        "flat": f"while {names.TRAIN_LOSS} is flat",
+        "absent": f"({names.TRAIN_LOSS} not logged)",
+    }[trend.state()]
+    return f"{metric} degrading {how}: rose {rise_pct:.0f}% above its best and stayed there"
 
 
 def raw_at(series: Series, step: float) -> tuple[int, float] | None:

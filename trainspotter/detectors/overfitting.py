@@ -13,11 +13,15 @@ from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_rise import (
+    Rise,
     SustainedRise,
     TrainTrend,
     curve_noise,
+    degrading_title,
     keep_best_fix,
     other_best,
+    short_rise,
+    short_run_text,
     smoothing_width,
     sustained_rise,
     train_clause,
@@ -48,8 +52,11 @@ class OverfittingParams:
     trend_alpha: float = 0.05
     """Significance of the Mann-Kendall tests (rise of eval, fall of train)."""
     few_points_rise: float = 0.25
-    """Below `min_eval_points`, a rise of at least this fraction of the minimum, growing at
-    every evaluation after it, is still reported (a large effect needs fewer points)."""
+    """Below `short_run_evals`, a rise of at least this fraction of the best evaluation,
+    growing at every evaluation after it, is reported (a large effect needs fewer points)."""
+    short_run_evals: int = 8
+    """Below this many evaluations no jitter estimate is trusted: the short-run rule (the
+    order of the evaluations after the best, and the effect size) decides instead."""
     large_rise: float = 0.5
     """A rise of at least this fraction of the minimum is reported whatever the train loss
     did (or without one): the run ends on a much worse model than its best."""
@@ -136,13 +143,25 @@ class OverfittingDetector(
        flat (no significant downward trend; Kendall's tau and the Mann-Kendall p are
        quoted, since a noisy train loss's single points can end lower without a fall).
 
-    Minimum sample: `min_eval_points` = 4 evaluations with at least
-    `min_points_after_min` = 2 after the minimum, and 3 train-loss points over that range.
-    Four points is the least that can show "down, bottom, up, still up"; two points after
-    the minimum keep one high evaluation from being called a trend. A large effect needs
-    fewer points: with 3 evaluations, a rise of `few_points_rise` (25%) over the minimum
-    that grows at every evaluation after it is reported, and the message says it rests on
-    3 evaluations (one more would tell a trend from a one-off bump).
+    6. Short runs (fewer than `short_run_evals` = 8 evaluations, the shape of most Keras
+       logs, where a jitter sigma from 3-7 points is a guess within a factor of 2-3): when
+       steps 1-5 find nothing, the order of the evaluations decides instead of their
+       jitter. The lowest raw evaluation must be followed by m >= `min_points_after_min`
+       (2) evaluations, each higher than the one before. Exchangeable noise (a flat curve)
+       puts the lowest of n evaluations m from the end with every later one higher with
+       probability 1 / (n m!): 1/6 for 3 evaluations and m = 2, 1/24 for 4 and m = 3. When
+       that is under `trend_alpha` (5%) the order itself is the evidence and the rise to
+       the last evaluation needs only `min_relative_rise` (5%) of the lowest; otherwise
+       the effect size carries it: `few_points_rise` (25%). As in step 4, overfitting
+       needs the train loss falling over the same evaluations (else only `large_rise`).
+       The message says it rests on n evaluations and gives that probability.
+
+    Minimum sample: 3 evaluations, at least `min_points_after_min` = 2 of them after the
+    lowest (one high evaluation after the best is a bump, not a trend), and 3 train-loss
+    points over that range; the noise-based steps 1-5 need `min_eval_points` = 4, the
+    least that can show "down, bottom, up, still up". A large effect needs fewer points
+    (step 6: 25% on 3 evaluations), a small one more (5% needs an order that chance gives
+    under 5%: 3 rises after the best, 4 evaluations or more).
 
     **Defaults and why.** 5% and 3 noise sigmas, because a converged eval loss jitters by a
     percent or two and a smoothed minimum of a flat noisy curve sits about 0.5-1.5 sigma
@@ -170,6 +189,14 @@ class OverfittingDetector(
     minimum (a data or label change) and is still coming down at the end is not "kept
     falling" (step 4), so a moderate eval rise then stays silent; the eval rise shows as
     a spike or divergence of the train loss instead.
+    Short runs (step 6): a 4-epoch run whose eval loss drifts up 5-7% in order while the
+    train loss falls is reported, as intended, but the same order also comes from a slow
+    drift of a converged eval (BatchNorm statistics, a learning-rate warmup on a
+    fine-tune) that a longer run would show settling; an eval loss measured before any
+    training (a sanity evaluation at step 0) is the lowest only if training made it
+    worse, which is then true. A first evaluation after most of the learning (an epoch
+    aggregate) makes "best at the first evaluation" common: only a rise in order or a
+    large one is reported, never a flat eval.
     The sustained rise (step 5): a fine-tune whose eval loss settles slightly above an early
     lucky minimum stays silent below 20% or within the noise bound (an eval loss 15% above
     its minimum while WER keeps improving is not reported); a noisy eval set whose best is
@@ -184,7 +211,10 @@ class OverfittingDetector(
 
     **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
-    end while train/loss keeps falling. Silent on `examples/healthy/trainer_state.json`.
+    end while train/loss keeps falling. Short runs: `examples/keras_short_overfit/` (3
+    epochs, +31% from step 0) and `examples/keras_finetune_overfit_4_epochs/` (4 epochs,
+    val_loss higher at each epoch after step 0, +8% at step 3). Silent on
+    `examples/healthy/trainer_state.json`.
     """
 
     def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
@@ -210,28 +240,7 @@ class OverfittingDetector(
         return findings
 
 
-@dataclass(frozen=True)
-class _Rise:
-    """How an eval loss rose from its (smoothed) minimum."""
-
-    k: int
-    """Index of the smoothed minimum."""
-    width: int
-    min_level: float
-    end_level: float
-    sigma: float
-    level: float
-    after: int
-    """Evaluations after the minimum."""
-    few: bool
-    """Judged on the few-points rule (a large effect on fewer than `min_eval_points`)."""
-
-    @property
-    def rise(self) -> float:
-        return self.end_level - self.min_level
-
-
-def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | None:
+def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> Rise | None:
     """The rise an eval loss made from its minimum, if it is consistent and not falling
     again; None otherwise."""
     n = int(y.size)
@@ -250,11 +259,7 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
     sigma = curve_noise(y)
     rising_every_time = bool(np.all(np.diff(y[k:]) > 0))
     if n < params.min_eval_points:
-        # Few evaluations: only a large effect, still growing at the last evaluation.
-        end = float(y[-1])
-        if not rising_every_time or end - min_level < params.few_points_rise * level:
-            return None
-        return _Rise(k, width, min_level, end, sigma, level, int(after.size), few=True)
+        return None  # the short-run rule's (`_short_rise`)
     # Rising at every evaluation after the minimum: no noise to shed, the end is the last
     # value, once the run is too long to be chance (k exchangeable noisy values come out
     # strictly increasing with probability 1/k!, under `trend_alpha` from k = 4). Otherwise
@@ -271,7 +276,7 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> _Rise | No
     trend = stats.trend_test(x[k:], y[k:])
     if trend is not None and trend.tau < 0 and trend.p_value < params.trend_alpha:
         return None
-    return _Rise(k, width, min_level, end_level, sigma, level, int(after.size), few=False)
+    return Rise(k, width, min_level, end_level, sigma, level, int(after.size), few=False)
 
 
 def _check(
@@ -284,11 +289,19 @@ def _check(
     if y.size < 3:
         return None
     shape = _rise(x, y, params)
+    if shape is None and y.size < params.short_run_evals:
+        shape = short_rise(
+            y,
+            min_after=params.min_points_after_min,
+            min_rise=params.min_relative_rise,
+            few_points_rise=params.few_points_rise,
+            alpha=params.trend_alpha,
+        )
     if shape is not None:
         trend = train_trend(train, x, shape.k, params.trend_alpha)
         large = shape.level > 0 and shape.rise >= params.large_rise * shape.level
         if trend.falls or large:
-            return _rise_finding(run, metric, x, y, shape, trend)
+            return _rise_finding(run, metric, x, y, shape, trend, params.trend_alpha)
     if y.size >= params.min_eval_points:
         sustained = sustained_rise(
             y,
@@ -320,19 +333,21 @@ def _rise_finding(
     metric: str,
     x: FloatArray,
     y: FloatArray,
-    shape: _Rise,
+    shape: Rise,
     trend: TrainTrend,
+    alpha: float,
 ) -> Finding:
-    """The finding of a rise from the smoothed minimum (`_rise`)."""
+    """The finding of a rise from the smoothed minimum (`_rise`, `_short_rise`)."""
     k = shape.k
     onset = _onset(y, k, shape.width)
     rise_pct = _percent(shape.rise, shape.level)
     sigma = shape.sigma
-    noise_text = (
-        f"{shape.rise / sigma:.1f}x its point-to-point noise {sigma:.3g}"
-        if sigma > 0
-        else "its evaluations show no jitter"
-    )
+    if shape.few:
+        noise_text = "too few evaluations to estimate their jitter"
+    elif sigma > 0:
+        noise_text = f"{shape.rise / sigma:.1f}x its point-to-point noise {sigma:.3g}"
+    else:
+        noise_text = "its evaluations show no jitter"
     smoothed = " (smoothed)" if shape.width > 1 else ""
     end_word = (
         "the last evaluation"
@@ -354,14 +369,8 @@ def _rise_finding(
             f", while {names.TRAIN_LOSS} {did}: not the textbook overfitting signature, but "
             f"the model the run ends with is much worse on the eval set than its best."
         )
-        title = _degrading_title(metric, trend, rise_pct)
-    if shape.few:
-        extra = (
-            f" This rests on only {y.size} evaluations: a rise this large is hard to get by "
-            "chance, but one more evaluation would tell a trend from a one-off bump."
-        )
-    else:
-        extra = ""
+        title = degrading_title(metric, trend, rise_pct)
+    extra = short_run_text(y.size, shape, alpha) if shape.few else ""
     evidence = {
         "min_step": int(x[k]),
         "min_level": shape.min_level,
@@ -373,17 +382,6 @@ def _rise_finding(
         "evaluations_after_min": shape.after,
     }
     return _finding(run, metric, x, y, title, message, extra, int(x[onset]), evidence, trend)
-
-
-def _degrading_title(metric: str, trend: TrainTrend, rise_pct: float) -> str:
-    """The title of an eval loss that got worse while the train loss did not fall: says
-    what the train loss did instead (the detector id stays `overfitting`)."""
-    how = {
-        "rising": f"while {names.TRAIN_LOSS} rises",
-        "flat": f"while {names.TRAIN_LOSS} is flat",
-        "absent": f"({names.TRAIN_LOSS} not logged)",
-    }[trend.state()]
-    return f"{metric} degrading {how}: rose {rise_pct:.0f}% above its best and stayed there"
 
 
 def _sustained_finding(
@@ -427,7 +425,7 @@ def _sustained_finding(
             "fine-tune, a train/eval mismatch or a data change), but the model the run ends "
             "with is clearly worse on the eval set than its best."
         )
-        title = _degrading_title(metric, trend, rise_pct)
+        title = degrading_title(metric, trend, rise_pct)
     evidence = {
         "min_step": int(x[k]),
         "min_level": rise.min_level,
