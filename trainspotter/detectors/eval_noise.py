@@ -225,15 +225,17 @@ class EvalNoiseDetector(
     (the floor applies only where the lattice step, one sample, is at least the observed
     jitter, so a 500-sample set at 97% keeps its own jitter estimate); a mean of
     per-batch accuracies, a weighted or a rounded accuracy has no lattice and gets no
-    floor (a miss, never a false alarm). The error scale makes a near-perfect accuracy sensitive: 0.99 jittering by
-    0.005 (half its error) is a warning if it does not improve; true, since that eval set
-    cannot rank such models, but a user may not care. A loss near zero or negative uses
-    its spread as its level (`stats.level_scale`), where "1.5x its loss" is approximate.
+    floor (a miss, never a false alarm). The error scale makes a near-perfect accuracy
+    sensitive: 0.99 jittering by 0.005 (half its error) is a warning if it does not
+    improve; true, since that eval set cannot rank such models, but a user may not care.
+    A loss near zero or negative uses its spread as its level (`stats.level_scale`),
+    where "1.5x its loss" is approximate.
 
     **Example.** `examples/noisy_eval/trainer_state.json`: a warning from step 525, the
     second half of the run, where every evaluation used a fresh random 16 eval samples.
     The binomial floor: `examples/keras_eight_val_samples/training.log`, a warning from
-    step 7 on val_accuracy (14 epochs validated on 8 digits: values k/8). Silent on `examples/healthy/trainer_state.json`.
+    step 7 on val_accuracy (14 epochs validated on 8 digits: values k/8). Silent on
+    `examples/healthy/trainer_state.json`.
     """
 
     def detect(self, run: Run, params: EvalNoiseParams) -> list[Finding]:
