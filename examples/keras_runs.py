@@ -424,9 +424,7 @@ def keras_eight_val_samples(data: Digits) -> dict[str, Any]:
     )
     train = (data.x_train[:SMALL_VAL_ROWS], data.y_train[:SMALL_VAL_ROWS])
     name = "keras_eight_val_samples"
-    h = fit_logged(
-        name, model, JITTERY_LR, train, data, SMALL_VAL_EPOCHS, JITTERY_BATCH, SMALL_VAL
-    )
+    h = fit_logged(name, model, JITTERY_LR, train, data, SMALL_VAL_EPOCHS, JITTERY_BATCH, SMALL_VAL)
     accuracy = h["val_accuracy"]
     # What the run is for: val_accuracy takes values k/8 only.
     assert all(abs(a * SMALL_VAL - round(a * SMALL_VAL)) < 1e-4 for a in accuracy), accuracy
