@@ -34,6 +34,10 @@ these logs are a handful of rows, as most published Keras logs are.
 - ``keras_eight_val_samples``: the jittery setup on 30 training digits for 14 epochs,
   validated on 8 digits: ``val_accuracy`` takes values k/8 (the binomial error of 8
   samples, which 14 quantised evaluations' jitter estimate cannot show).
+- ``keras_binary_chance``: a logistic regression on "digit >= 5" with the label column
+  shuffled against the images: ``val_loss`` at ln 2 throughout, the train loss flat.
+- ``keras_shuffled_train_labels``: the training labels shuffled, the eval labels right:
+  the train loss falls while ``val_loss`` never improves on its first epoch.
 
 Environment (see examples/README.md; the framework venv plus Keras)::
 
@@ -468,6 +472,125 @@ def keras_eight_val_samples(data: Digits) -> dict[str, Any]:
     }
 
 
+CHANCE_EPOCHS = 8
+
+
+def keras_binary_chance(data: Digits) -> dict[str, Any]:
+    """A logistic regression (zero-initialised) on "digit >= 5", whose label column was
+    shuffled against the image rows (a join bug, train and eval alike): nothing to learn."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    train_labels = rng.permutation((data.y_train >= 5).astype(np.float32))
+    eval_labels = rng.permutation((data.y_eval >= 5).astype(np.float32))
+    model = keras.Sequential(
+        [keras.Input((64,)), keras.layers.Dense(1, "sigmoid", kernel_initializer="zeros")]
+    )
+    folder = HERE / "keras_binary_chance"
+    folder.mkdir(exist_ok=True)
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3), loss="binary_crossentropy", metrics=["accuracy"]
+    )
+    fitted = model.fit(
+        data.x_train,
+        train_labels,
+        epochs=CHANCE_EPOCHS,
+        batch_size=32,
+        validation_data=(data.x_eval, eval_labels),
+        verbose=0,
+        callbacks=[keras.callbacks.CSVLogger(str(folder / LOG_NAME))],
+    )
+    h = {key: [float(v) for v in values] for key, values in fitted.history.items()}
+    val_loss, loss = h["val_loss"], h["loss"]
+    ln2 = float(np.log(2.0))
+    # What the run is for: val_loss within 2% of ln 2 at every epoch, no epoch below the
+    # first, the train loss within 5% of where it started.
+    assert all(abs(v - ln2) < 0.02 * ln2 for v in val_loss), val_loss
+    assert min(val_loss[1:]) >= val_loss[0] * 0.99 and loss[-1] > 0.95 * loss[0], h
+    return {
+        "summary": (
+            "Keras logistic regression (zero-initialised) on digits >= 5 vs < 5, the label "
+            "column shuffled against the images (train and eval alike): val_loss sits at "
+            f"ln 2 = {ln2:.4f}, a 50/50 guess, at all {CHANCE_EPOCHS} epochs and the train "
+            "loss stays within 2% of its first epoch. Binary cross-entropy, CSVLogger."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "not_learning",
+                "detector": "plateau",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "step_range": [0, CHANCE_EPOCHS - 1],
+                "chance_level": rounded(ln2),
+                "val_loss_range": [rounded(min(val_loss)), rounded(max(val_loss))],
+                "criterion": "val_loss never below its first evaluation, at ln 2 throughout",
+                "min_severity": "warning",
+            }
+        ],
+        "may_also_flag": {"plateau": "val_accuracy never improves either (true)"},
+        **epoch_log_layout(CHANCE_EPOCHS),
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "val_loss": [rounded(v) for v in val_loss],
+            "train_loss": [rounded(v) for v in loss],
+            "val_accuracy": [rounded(v) for v in h["val_accuracy"]],
+            "framework": "keras",
+        },
+    }
+
+
+SHUFFLED_EPOCHS = 10
+
+
+def keras_shuffled_train_labels(data: Digits) -> dict[str, Any]:
+    """A 64-512-10 MLP whose training labels were shuffled against the images (a join
+    bug in the train split only): it memorises them, the eval on true labels never
+    improves on its first epoch."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    train = (data.x_train, rng.permutation(data.y_train))
+    name = "keras_shuffled_train_labels"
+    h = fit_logged(name, classifier((512,)), 3e-4, train, data, SHUFFLED_EPOCHS)
+    val_loss, loss = h["val_loss"], h["loss"]
+    # What the run is for: no evaluation below the first, the train loss 10%+ lower.
+    assert min(val_loss) == val_loss[0] and loss[-1] < 0.9 * loss[0], h
+    rise = 100 * (val_loss[-1] / val_loss[0] - 1)
+    return {
+        "summary": (
+            "Keras 64-512-10 MLP, Adam 3e-4, on the 1,280 training digits with their label "
+            "column shuffled against the images (the eval split's labels are right): the "
+            f"train loss falls {loss[0]:.3f} -> {loss[-1]:.3f} (memorising) while val_loss "
+            f"never goes below its first epoch ({val_loss[0]:.4f}; {rise:.1f}% higher at "
+            f"the last of {SHUFFLED_EPOCHS}). CSVLogger."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "overfitting",
+                "detector": "overfitting",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "best_step": 0,
+                "step_range": [0, SHUFFLED_EPOCHS - 1],
+                "first_eval_loss": rounded(val_loss[0]),
+                "last_eval_loss": rounded(val_loss[-1]),
+                "criterion": "val_loss never below its first evaluation while loss falls",
+                "min_severity": "warning",
+            }
+        ],
+        **epoch_log_layout(SHUFFLED_EPOCHS),
+        "facts": {
+            "step_convention": "Keras' epoch index: the first epoch is step 0",
+            "val_loss": [rounded(v) for v in val_loss],
+            "train_loss": [rounded(v) for v in loss],
+            "val_accuracy": [rounded(v) for v in h["val_accuracy"]],
+            "framework": "keras",
+        },
+    }
+
+
 RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
     "keras_frozen": keras_frozen,
     "keras_short_overfit": keras_short_overfit,
@@ -475,6 +598,8 @@ RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
     "keras_jittery_val_healthy": keras_jittery_val_healthy,
     "keras_finetune_overfit_4_epochs": keras_finetune_overfit_4_epochs,
     "keras_eight_val_samples": keras_eight_val_samples,
+    "keras_binary_chance": keras_binary_chance,
+    "keras_shuffled_train_labels": keras_shuffled_train_labels,
 }
 
 

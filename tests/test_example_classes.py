@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+import synth
 
+from trainspotter import names
 from trainspotter.analysis import ABSTAINED, RAN, Analysis, analyze
 from trainspotter.detectors.eval_lattice import sample_lattice
 from trainspotter.detectors.eval_rise import SustainedRise, short_rise, sustained_rise
@@ -139,6 +141,53 @@ def test_four_epoch_keras_overfitting_rests_on_the_order_of_its_evaluations() ->
         )
         is None
     )
+
+
+# --- eval-side "not learning": an eval that never improves on its first evaluation ----------
+
+
+def test_a_val_loss_at_ln2_with_a_flat_train_loss_is_not_learning() -> None:
+    """keras_binary_chance: the labels shuffled against the images; val_loss never below
+    its first epoch, at ln 2 throughout, the train loss within 5%: plateau, chance named."""
+    path = log_of("keras_binary_chance")
+    val_loss = [v for _, v in csv_column(path, "val_loss")]
+    loss = [v for _, v in csv_column(path, "loss")]
+    assert min(val_loss) == val_loss[0] and loss[-1] > 0.95 * loss[0]
+    finding = only(loud(path), "plateau", "eval/loss")
+    assert finding.severity is Severity.WARNING and "chance level" in finding.title
+    assert (finding.step_start, finding.step_end) == (0, len(val_loss) - 1)
+    median = statistics.median(val_loss)
+    assert f"Its median {median:.4g} over all evaluations" in finding.message
+    assert "ln 2 = 0.6931" in finding.message and "if it is a cross-entropy" in finding.message
+    assert f"{loss[0]:.4g} at step 0, then {loss[-1]:.4g} at step {len(loss) - 1}" in (
+        finding.message
+    )
+    assert not [f for f in loud(path) if f.detector == "overfitting"]  # one finding
+
+
+def test_an_eval_that_never_improves_while_train_falls_is_no_generalisation() -> None:
+    """keras_shuffled_train_labels: training labels shuffled, eval labels right: the train
+    loss falls, val_loss is never below its first epoch and worsens: overfitting."""
+    path = log_of("keras_shuffled_train_labels")
+    val_loss = [v for _, v in csv_column(path, "val_loss")]
+    loss = [v for _, v in csv_column(path, "loss")]
+    assert min(val_loss) == val_loss[0] and loss[-1] < 0.9 * loss[0]
+    finding = only(loud(path), "overfitting", "eval/loss")
+    assert "never improved on its first evaluation" in finding.title
+    assert (finding.step_start, finding.step_end) == (0, len(val_loss) - 1)
+    assert f"was {val_loss[0]:.4g} at its first evaluation (step 0)" in finding.message
+    assert "no later evaluation was better" in finding.message
+    assert not [f for f in loud(path) if f.detector == "plateau"]  # one finding
+
+
+def test_a_flat_eval_beside_a_falling_train_loss_alone_is_not_reported() -> None:
+    """A model that learned within its first epoch: the eval flat (but not at chance, and
+    with later evaluations a little below the first), the train loss still falling."""
+    steps = np.arange(1, 6) * 1000.0
+    train = (np.arange(50, 5000, 50.0), 0.22 - 0.07 * np.arange(50, 5000, 50.0) / 5000)
+    evals = (steps, np.array([0.1988, 0.1947, 0.1953, 0.1920, 0.2005]))
+    run = synth.make_run({names.TRAIN_LOSS: train, names.EVAL_LOSS: evals})
+    assert not [f for f in analyze(run).findings if f.severity >= Severity.WARNING]
 
 
 # --- class 6: eval worse while train does not improve --------------------------------------

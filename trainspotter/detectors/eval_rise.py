@@ -212,6 +212,17 @@ def degrading_title(metric: str, trend: TrainTrend, rise_pct: float) -> str:
     return f"{metric} degrading {how}: rose {rise_pct:.0f}% above its best and stayed there"
 
 
+def percent(rise: float, level: float) -> float:
+    return 100.0 * rise / level if level > 0 else math.inf
+
+
+def onset_index(y: FloatArray, k: int, width: int) -> int:
+    """Index of the lowest raw evaluation of the (smoothed) valley at `k`: the checkpoint a
+    user would go back to, where the episode starts."""
+    lo, hi = max(k - width // 2, 0), k + width // 2 + 1
+    return lo + int(np.argmin(y[lo:hi]))
+
+
 def raw_at(series: Series, step: float) -> tuple[int, float] | None:
     """The last finite (step, value) of `series` at or before `step` (the first one when
     none is before it)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainspotter import names
-from trainspotter.detectors import stats
+from trainspotter.detectors import eval_stall, stats
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_rise import (
     Rise,
@@ -19,7 +19,9 @@ from trainspotter.detectors.eval_rise import (
     curve_noise,
     degrading_title,
     keep_best_fix,
+    onset_index,
     other_best,
+    percent,
     short_rise,
     short_run_text,
     smoothing_width,
@@ -155,6 +157,11 @@ class OverfittingDetector(
        the effect size carries it: `few_points_rise` (25%). As in step 4, overfitting
        needs the train loss falling over the same evaluations (else only `large_rise`).
        The message says it rests on n evaluations and gives that probability.
+    7. Otherwise, an eval loss that never improved on its first evaluation (`eval_stall`)
+       while the train loss fell 5%+: no generalisation from the start, when it sits at a
+       cross-entropy's chance level (ln C) or no later evaluation is below the first and
+       it worsens significantly; a flat eval alone is not (a model that learned within
+       its first epoch looks the same). With a flat train loss it is plateau's.
 
     Minimum sample: 3 evaluations, at least `min_points_after_min` = 2 of them after the
     lowest (one high evaluation after the best is a bump, not a trend), and 3 train-loss
@@ -213,7 +220,8 @@ class OverfittingDetector(
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
     end while train/loss keeps falling. Short runs: `examples/keras_short_overfit/` (3
     epochs, +31% from step 0) and `examples/keras_finetune_overfit_4_epochs/` (4 epochs,
-    val_loss higher at each epoch after step 0, +8% at step 3). Silent on
+    val_loss higher at each epoch after step 0, +8% at step 3). Never improved:
+    `examples/keras_shuffled_train_labels/` (from step 0). Silent on
     `examples/healthy/trainer_state.json`.
     """
 
@@ -314,18 +322,12 @@ def _check(
             trend = train_trend(train, x, sustained.k, params.trend_alpha)
             if not trend.blew_up():
                 return _sustained_finding(run, metric, x, y, sustained, trend)
+    stall = eval_stall.never_improved(run, metric)
+    if stall is None or not (stall.chance or stall.worse_from_first):
+        return None
+    if eval_stall.train_fell(trend := train_trend(train, x, 0, 0.05)):
+        return eval_stall.no_generalisation_finding(run, NAME, stall, trend)
     return None
-
-
-def _onset(y: FloatArray, k: int, width: int) -> int:
-    """Index of the lowest raw evaluation of the (smoothed) valley at `k`: the checkpoint a
-    user would go back to, where the episode starts."""
-    lo, hi = max(k - width // 2, 0), k + width // 2 + 1
-    return lo + int(np.argmin(y[lo:hi]))
-
-
-def _percent(rise: float, level: float) -> float:
-    return 100.0 * rise / level if level > 0 else math.inf
 
 
 def _rise_finding(
@@ -339,8 +341,8 @@ def _rise_finding(
 ) -> Finding:
     """The finding of a rise from the smoothed minimum (`_rise`, `_short_rise`)."""
     k = shape.k
-    onset = _onset(y, k, shape.width)
-    rise_pct = _percent(shape.rise, shape.level)
+    onset = onset_index(y, k, shape.width)
+    rise_pct = percent(shape.rise, shape.level)
     sigma = shape.sigma
     if shape.few:
         noise_text = "too few evaluations to estimate their jitter"
@@ -394,8 +396,8 @@ def _sustained_finding(
 ) -> Finding:
     """The finding of a sustained rise above the best evaluation (`sustained_rise`)."""
     k = rise.k
-    onset = _onset(y, k, rise.width)
-    rise_pct = _percent(rise.rise, rise.level)
+    onset = onset_index(y, k, rise.width)
+    rise_pct = percent(rise.rise, rise.level)
     first_recent = int(x[-rise.recent])
     base = (
         f"{rise.min_level:.4g} at step {int(x[k])}"

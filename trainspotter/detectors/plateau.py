@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainspotter.detectors import stats, stuck
+from trainspotter.detectors import eval_stall, stats, stuck
 from trainspotter.detectors.base import Abstain, Detector, Scope, fmt, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
 from trainspotter.model import Evidence, Finding, FloatArray, Run, Severity
@@ -272,7 +272,10 @@ class PlateauDetector(
                 finding = judged
             if finding is not None:
                 findings.append(finding)
-        return findings
+        # An eval metric that never improved on its first evaluation (eval_stall.py).
+        reported = {f.metric for f in findings}
+        loud = any(f.metric in watched and f.severity >= Severity.WARNING for f in findings)
+        return findings + eval_stall.not_learning_findings(run, NAME, reported, loud)
 
 
 def _watched_losses(run: Run) -> list[str]:

@@ -1,0 +1,358 @@
+"""Eval-side "not learning": an eval metric that never got materially better than its
+first evaluation, and whether it sits at the chance level of a cross-entropy.
+
+Two detectors report it, under the ids the finding belongs to: `plateau` (the train loss
+did not fall either, or is not logged: the model is not learning) through
+`not_learning_findings`, and `overfitting` (the train loss fell while the eval never
+improved: no generalisation from the start) through `never_improved`.
+
+The rule. With n >= `MIN_EVALS` evaluations, the metric (in its better direction: a loss
+falls, an accuracy rises) never improved on its first evaluation when all three hold:
+1. no significant improving trend (`stats.trend_test`: Mann-Kendall p < 0.05 or a
+   near-monotone tau of 0.6 or more in the improving direction, from 8 evaluations);
+2. no evaluation is materially better than the first: better by `MIN_EFFECT` (5%) of the
+   first's scale (its absolute value; for a bounded accuracy-like metric its distance to
+   perfect, since 0.90 -> 0.93 is 30% fewer errors) AND by more than two evaluations'
+   noise can differ at one-sided 95% (1.645 x sqrt(2) x the curve's point-to-point
+   sigma, `eval_rise.curve_noise`);
+3. the median of the later half of the evaluations is not `MIN_EFFECT` better than the
+   first either (a noisy curve that did improve has a lower median even when single
+   evaluations sit inside the noise bound).
+Chance level is named only for a loss whose name says cross-entropy (`cross_entropy`,
+`xent`, `nll`, `bce`, `log_loss`) or that sits next to an accuracy-type metric (then the
+message says "if it is a cross-entropy"): the median of its evaluations within
+max(2 sigma, 1% of ln C) of ln C for exactly one class count C (ln 2 = 0.693 for a binary
+classifier, ln 10 = 2.303 for ten classes), the loss of a uniform guess over C classes.
+
+False-positive modes: an eval metric whose first evaluation comes after most of the
+learning (an epoch aggregate: Keras and Lightning evaluate at the end of the first epoch)
+never improves on it once the model has converged within one epoch; the plateau side
+therefore reports a non-chance level only when the train loss, logged from before or at
+the first evaluation, did not fall either (a model that learned in its first epoch has a
+first-epoch mean train loss well above the next epoch's). A fine-tune that starts near
+its optimum improves by under 5%: not learning by this rule, and the message gives the
+numbers. Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level
+tests (2, 3) apply, no trend test.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainspotter import names
+from trainspotter.detectors import stats
+from trainspotter.detectors.eval_lattice import is_count_fraction
+from trainspotter.detectors.eval_noise import (
+    distance_to_ideal,
+    higher_is_better,
+    is_quality_metric,
+)
+from trainspotter.detectors.eval_rise import (
+    TrainTrend,
+    curve_noise,
+    keep_best_fix,
+    train_trend,
+)
+from trainspotter.model import Finding, FloatArray, Run, Severity
+
+MIN_EVALS = 5
+"""Evaluations needed: fewer cannot tell "never improved" from "one lucky first value"."""
+
+MIN_EFFECT = 0.05
+"""An evaluation this fraction of the first's scale better is an improvement (if beyond
+the noise bound): half the 10% band of the train-side "not learning" rule."""
+
+PAIR_Z = 1.645 * math.sqrt(2.0)
+"""Two single evaluations with noise sigma differ by more than this many sigma with 5%
+probability (one-sided)."""
+
+MONOTONE_TAU = 0.6
+"""|tau| >= 0.6 is a trend even when the autocorrelation-corrected p is not small."""
+
+MAX_CLASSES = 1000
+
+_CROSS_ENTROPY = re.compile(r"cross_?entropy|xent|nll|bce|log_?loss|(^|[_/])ce($|[_/])")
+
+
+@dataclass(frozen=True)
+class EvalStall:
+    """An eval metric that never got materially better than its first evaluation."""
+
+    metric: str
+    n: int
+    first_step: int
+    last_step: int
+    first: float
+    best_step: int
+    best: float
+    later_median: float
+    later: int
+    sigma: float
+    scale: float
+    scale_text: str
+    trend_text: str
+    worse_from_first: bool
+    """No later evaluation better than the first, and a significant worsening trend."""
+    chance: str
+    """The chance-level clause ("" when not at a chance level)."""
+
+    @property
+    def best_gain_percent(self) -> float:
+        return 100.0 * abs(self.first - self.best) / self.scale if self.scale > 0 else 0.0
+
+
+def never_improved(run: Run, metric: str) -> EvalStall | None:
+    """`metric`'s stall (the module docstring's rule), or None."""
+    higher = higher_is_better(metric)
+    if higher is None:
+        return None
+    x, y = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
+    n = int(y.size)
+    if n < MIN_EVALS:
+        return None
+    badness = -y if higher else y  # lower is better from here on
+    trend = stats.trend_test(x, badness)
+    improving = trend is not None and trend.tau < 0
+    if improving and trend is not None and (trend.p_value < 0.05 or trend.tau <= -MONOTONE_TAU):
+        return None
+    if higher:
+        scale, scale_text = distance_to_ideal(metric, y[:1])
+    else:
+        scale = abs(float(y[0])) or stats.level_scale(y)
+        scale_text = "its first value"
+    if scale <= 0:
+        return None
+    sigma = curve_noise(y)
+    gains = float(badness[0]) - badness[1:]
+    material = (gains >= MIN_EFFECT * scale) & (gains > PAIR_Z * sigma)
+    later = badness[n // 2 :]
+    if bool(material.any()) or float(badness[0] - np.median(later)) >= MIN_EFFECT * scale:
+        return None
+    best = int(np.argmin(badness))
+    worsening = trend is not None and trend.tau > 0
+    worsening = worsening and trend is not None and (trend.p_value < 0.05 or trend.tau >= 0.6)
+    trend_text = (
+        f"{'a significant worsening' if worsening else 'no significant improving'} trend "
+        f"(Kendall tau {-trend.tau if higher else trend.tau:.2f}, Mann-Kendall p = "
+        f"{trend.p_value:.2g} over {n} evaluations)"
+        if trend is not None
+        else f"{n} evaluations, too few for a trend test"
+    )
+    return EvalStall(
+        metric=metric,
+        n=n,
+        first_step=int(x[0]),
+        last_step=int(x[-1]),
+        first=float(y[0]),
+        best_step=int(x[best]),
+        best=float(y[best]),
+        later_median=float(np.median(y[n // 2 :])),
+        later=int(later.size),
+        sigma=sigma,
+        scale=scale,
+        scale_text=scale_text,
+        trend_text=trend_text,
+        worse_from_first=worsening and bool(np.all(badness[1:] >= badness[0])),
+        chance=_chance_clause(run, metric, y, sigma) if not higher else "",
+    )
+
+
+def _chance_clause(run: Run, metric: str, y: FloatArray, sigma: float) -> str:
+    """ "At chance" words for a cross-entropy near ln C for exactly one C, else ""."""
+    named = _CROSS_ENTROPY.search(metric.lower()) is not None
+    classifier = any(is_count_fraction(m) for m in run.metrics if m != metric)
+    if not (named or (names.is_loss_like(metric) and classifier)):
+        return ""
+    level = float(np.median(y))
+    near = [
+        c
+        for c in range(2, MAX_CLASSES + 1)
+        if abs(level - math.log(c)) <= max(2 * sigma, 0.01 * math.log(c))
+    ]
+    if len(near) != 1:
+        return ""
+    c = near[0]
+    guess = f"ln {c} = {math.log(c):.4g}, the cross-entropy of a uniform guess over {c} classes"
+    if named:
+        return (
+            f"Its median {level:.4g} over all evaluations is within the noise of {guess}: "
+            "chance level."
+        )
+    return (
+        f"Its median {level:.4g} over all evaluations is within the noise of {guess}: if it "
+        "is a cross-entropy (the log also has an accuracy), chance level."
+    )
+
+
+def train_fell(trend: TrainTrend) -> bool:
+    """The train loss fell over the evaluations: a falling trend (`train_trend`) AND its
+    last interval `MIN_EFFECT` below its first (a 1% drift down is flat, not learning)."""
+    start, end = trend.start, trend.end
+    return (
+        trend.falls
+        and start is not None
+        and end is not None
+        and end.value <= (1 - MIN_EFFECT) * start.value
+    )
+
+
+def stall_text(stall: EvalStall) -> str:
+    """The rule's numbers, in words: first, best, later median, trend."""
+    direction = "higher" if higher_is_better(stall.metric) else "lower"
+    if stall.best_step == stall.first_step:
+        best = "no later evaluation was better"
+    else:
+        best = (
+            f"its best, {stall.best:.4g} at step {stall.best_step}, is only "
+            f"{stall.best_gain_percent:.1f}% of {stall.scale_text} ({stall.scale:.3g}) "
+            f"{direction}, within what the noise gives or under {100 * MIN_EFFECT:.0f}% "
+            f"(an improvement needs both {100 * MIN_EFFECT:.0f}% and more than "
+            f"{PAIR_Z:.2f}x its point-to-point noise {stall.sigma:.3g})"
+        )
+    return (
+        f"{stall.metric} was {stall.first:.4g} at its first evaluation (step "
+        f"{stall.first_step}) and never got materially better: {best}; the median of its "
+        f"last {stall.later} evaluations is {stall.later_median:.4g}, with "
+        f"{stall.trend_text}."
+    )
+
+
+def train_words(trend: TrainTrend) -> str:
+    """What the train loss did over the evaluations, in words its numbers agree with."""
+    start, end = trend.start, trend.end
+    if start is None or end is None:
+        return f"{names.TRAIN_LOSS} is not logged"
+    if train_fell(trend):
+        return f"{names.TRAIN_LOSS} fell ({start.text}, then {end.text})"
+    change = 100 * (end.value - start.value) / abs(start.value) if start.value else 0.0
+    return (
+        f"{names.TRAIN_LOSS} did not fall by {100 * MIN_EFFECT:.0f}% ({start.text}, then "
+        f"{end.text}: {abs(change):.1f}% {'lower' if change < 0 else 'higher'})"
+    )
+
+
+def not_learning_findings(
+    run: Run, detector: str, skip: set[str], train_reported: bool
+) -> list[Finding]:
+    """Plateau's eval-side findings: every eval quality metric not in `skip` that never
+    improved while the train loss did not fall, when it sits at a chance level, or when
+    the train loss, logged from the first evaluation on or before, did not fall either
+    and plateau has not already warned about it (`train_reported`: the eval would only
+    repeat that finding)."""
+    train = run.metrics.get(names.TRAIN_LOSS)
+    findings = []
+    for metric in sorted(run.metrics):
+        if metric in skip or not is_quality_metric(metric):
+            continue
+        stall = never_improved(run, metric)
+        if stall is None:
+            continue
+        x, _ = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
+        trend = train_trend(train, x, 0, 0.05)
+        if train_fell(trend):
+            continue  # the overfitting detector's (no generalisation)
+        train_x = stats.finite_xy(train.steps, train.values)[0] if train is not None else x[:0]
+        train_flat_from_start = (
+            trend.start is not None
+            and trend.end is not None
+            and train_x.size > 0
+            and float(train_x[0]) <= stall.first_step
+            and trend.end.value > (1 - MIN_EFFECT) * trend.start.value
+        )
+        if not stall.chance and (train_reported or not train_flat_from_start):
+            continue
+        findings.append(_not_learning_finding(detector, stall, trend))
+    return findings
+
+
+def _not_learning_finding(detector: str, stall: EvalStall, trend: TrainTrend) -> Finding:
+    message = stall_text(stall)
+    if stall.chance:
+        message += " " + stall.chance
+    message += f" Meanwhile {train_words(trend)}."
+    if stall.first_step > 0:
+        message += (
+            f" The first evaluation is at step {stall.first_step}: any improvement before it "
+            "is not in this log, so this says the model did not improve after it."
+        )
+    title = (
+        f"{stall.metric} at chance level throughout (not learning)"
+        if stall.chance
+        else f"{stall.metric} never improved on its first evaluation (not learning)"
+    )
+    return Finding(
+        detector=detector,
+        title=title,
+        severity=Severity.WARNING,
+        metric=stall.metric,
+        step_start=stall.first_step,
+        step_end=stall.last_step,
+        message=message,
+        evidence=stall_evidence(stall),
+        fixes=NOT_LEARNING_FIXES,
+    )
+
+
+def no_generalisation_finding(
+    run: Run, detector: str, stall: EvalStall, trend: TrainTrend
+) -> Finding:
+    """Overfitting's eval-side finding: the train loss fell, the eval never improved."""
+    message = stall_text(stall)
+    if stall.chance:
+        message += " " + stall.chance
+    message += (
+        f" Meanwhile {train_words(trend)}: the model fits something in the training set "
+        "that does not carry over to the eval set (memorising, training labels that do not "
+        "match their inputs, a train/eval mismatch)."
+    )
+    if stall.first_step > 0:
+        message += (
+            f" The first evaluation is at step {stall.first_step}: what the model learned "
+            "before it is not in this log; after it, training did not help the eval."
+        )
+    return Finding(
+        detector=detector,
+        title=(
+            f"{stall.metric} never improved on its first evaluation while "
+            f"{names.TRAIN_LOSS} fell (no generalisation)"
+        ),
+        severity=Severity.WARNING,
+        metric=stall.metric,
+        step_start=stall.first_step,
+        step_end=stall.last_step,
+        message=message,
+        evidence=stall_evidence(stall),
+        fixes=(
+            keep_best_fix(run, stall.metric, stall.best_step, stall.best),
+            NOT_LEARNING_FIXES[0],
+            "Regularise or shrink the model: weight decay, dropout, data augmentation",
+        ),
+    )
+
+
+def stall_evidence(stall: EvalStall) -> dict[str, float | int | str]:
+    return {
+        "first_step": stall.first_step,
+        "first_value": stall.first,
+        "best_step": stall.best_step,
+        "best_value": stall.best,
+        "later_median": stall.later_median,
+        "evaluations": stall.n,
+        "eval_noise": stall.sigma,
+        "scale": stall.scale,
+        "chance_level": "yes" if stall.chance else "no",
+    }
+
+
+NOT_LEARNING_FIXES = (
+    "Check that labels match inputs (a shuffled or misjoined label column gives "
+    "chance-level loss forever) and that the eval set is labelled the same way.",
+    "Check that the optimiser is given the model's parameters and that they require "
+    "gradients; raise the learning rate (try 3-10x) if nothing is frozen.",
+    "Overfit a single small batch first: if even that loss does not fall, the bug is in "
+    "the model or loss code.",
+)
