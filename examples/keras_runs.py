@@ -173,6 +173,33 @@ def keras_frozen(data: Digits) -> dict[str, Any]:
     }
 
 
+def keras_facts(**values: Any) -> dict[str, Any]:
+    """expected.json's facts of a Keras run: the step convention, `values`, the framework."""
+    step = "Keras' epoch index: the first epoch is step 0"
+    return {"step_convention": step, **values, "framework": "keras"}
+
+
+def short_overfit_pathology(
+    val_loss: list[float], best: int, rise: float, **extra: Any
+) -> dict[str, Any]:
+    """expected.json's overfitting pathology of a short Keras run, best at epoch `best`."""
+    return {
+        "kind": "overfitting",
+        "detector": "overfitting",
+        "metric": "eval/loss",
+        "log_column": "val_loss",
+        "best_step": best,
+        "step_range": [best, len(val_loss) - 1],
+        "best_eval_loss": rounded(val_loss[best]),
+        "last_eval_loss": rounded(val_loss[-1]),
+        "eval_rise_percent": rounded(rise),
+        "evaluations": len(val_loss),
+        **extra,
+        "min_severity": "warning",
+        "max_severity": "warning",
+    }
+
+
 NOISY_LABEL_FRACTION = 0.3
 REPEATS_PER_EPOCH = 4
 
@@ -206,23 +233,14 @@ def keras_short_overfit(data: Digits) -> dict[str, Any]:
         "healthy": False,
         "must_be_silent": False,
         "pathologies": [
-            {
-                "kind": "overfitting",
-                "detector": "overfitting",
-                "metric": "eval/loss",
-                "log_column": "val_loss",
-                "best_step": best,
-                "step_range": [best, epochs - 1],
-                "best_eval_loss": rounded(val_loss[best]),
-                "last_eval_loss": rounded(val_loss[-1]),
-                "eval_rise_percent": rounded(rise),
-                "evaluations": epochs,
-                "train_loss": [rounded(v) for v in loss],
-                "best_val_accuracy_step": best_accuracy,
-                "best_val_accuracy": rounded(val_accuracy[best_accuracy]),
-                "min_severity": "warning",
-                "max_severity": "warning",
-            }
+            short_overfit_pathology(
+                val_loss,
+                best,
+                rise,
+                train_loss=[rounded(v) for v in loss],
+                best_val_accuracy_step=best_accuracy,
+                best_val_accuracy=rounded(val_accuracy[best_accuracy]),
+            )
         ],
         **epoch_log_layout(epochs),
         "facts": {
@@ -242,8 +260,14 @@ JITTERY_BATCH = 4
 TINY_VAL = 24
 
 
-def jittery_fit(name: str, data: Digits, val_rows: int) -> dict[str, list[float]]:
-    """The shared setup of the two validation-set runs: only `val_rows` differs."""
+def jittery_fit(
+    name: str,
+    data: Digits,
+    val_rows: int,
+    train_rows: int = JITTERY_ROWS,
+    epochs: int = JITTERY_EPOCHS,
+) -> dict[str, list[float]]:
+    """The shared setup of the validation-set runs: a 64-128(BatchNorm)-10 MLP, seed 0."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential(
         [
@@ -254,8 +278,8 @@ def jittery_fit(name: str, data: Digits, val_rows: int) -> dict[str, list[float]
             keras.layers.Dense(10, activation="softmax"),
         ]
     )
-    train = (data.x_train[:JITTERY_ROWS], data.y_train[:JITTERY_ROWS])
-    return fit_logged(name, model, JITTERY_LR, train, data, JITTERY_EPOCHS, JITTERY_BATCH, val_rows)
+    train = (data.x_train[:train_rows], data.y_train[:train_rows])
+    return fit_logged(name, model, JITTERY_LR, train, data, epochs, JITTERY_BATCH, val_rows)
 
 
 def _setup_text(val_rows: int) -> str:
@@ -378,33 +402,22 @@ def keras_finetune_overfit_4_epochs(data: Digits) -> dict[str, Any]:
         "healthy": False,
         "must_be_silent": False,
         "pathologies": [
-            {
-                "kind": "overfitting",
-                "detector": "overfitting",
-                "metric": "eval/loss",
-                "log_column": "val_loss",
-                "best_step": 0,
-                "step_range": [0, FINETUNE_EPOCHS - 1],
-                "best_eval_loss": rounded(val_loss[0]),
-                "last_eval_loss": rounded(val_loss[-1]),
-                "eval_rise_percent": rounded(rise),
-                "evaluations": FINETUNE_EPOCHS,
-                "criterion": (
+            short_overfit_pathology(
+                val_loss,
+                0,
+                rise,
+                criterion=(
                     "the lowest evaluation, then 3 each higher than the one before "
                     "(1/(4 x 3!) = 0.042 under exchangeable noise) and 5%+ above it"
                 ),
-                "min_severity": "warning",
-                "max_severity": "warning",
-            }
+            )
         ],
         **epoch_log_layout(FINETUNE_EPOCHS),
-        "facts": {
-            "step_convention": "Keras' epoch index: the first epoch is step 0",
-            "noisy_labels": int(noisy.sum()),
-            "val_loss": [rounded(v) for v in val_loss],
-            "train_loss": [rounded(v) for v in loss],
-            "framework": "keras",
-        },
+        "facts": keras_facts(
+            noisy_labels=int(noisy.sum()),
+            val_loss=[rounded(v) for v in val_loss],
+            train_loss=[rounded(v) for v in loss],
+        ),
     }
 
 
@@ -416,19 +429,8 @@ SMALL_VAL_EPOCHS = 14
 def keras_eight_val_samples(data: Digits) -> dict[str, Any]:
     """The jittery setup on the first 30 training digits, 14 epochs, validated on 8: fewer
     evaluations than a jitter estimate needs (16), the shape of most Keras logs."""
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential(
-        [
-            keras.Input((64,)),
-            keras.layers.Dense(128),
-            keras.layers.BatchNormalization(),
-            keras.layers.Activation("relu"),
-            keras.layers.Dense(10, activation="softmax"),
-        ]
-    )
-    train = (data.x_train[:SMALL_VAL_ROWS], data.y_train[:SMALL_VAL_ROWS])
     name = "keras_eight_val_samples"
-    h = fit_logged(name, model, JITTERY_LR, train, data, SMALL_VAL_EPOCHS, JITTERY_BATCH, SMALL_VAL)
+    h = jittery_fit(name, data, SMALL_VAL, SMALL_VAL_ROWS, SMALL_VAL_EPOCHS)
     accuracy = h["val_accuracy"]
     # What the run is for: val_accuracy takes values k/8 only.
     assert all(abs(a * SMALL_VAL - round(a * SMALL_VAL)) < 1e-4 for a in accuracy), accuracy
@@ -463,12 +465,10 @@ def keras_eight_val_samples(data: Digits) -> dict[str, Any]:
             "plateau": "the train loss levels off (info): true",
         },
         **epoch_log_layout(SMALL_VAL_EPOCHS),
-        "facts": {
-            "step_convention": "Keras' epoch index: the first epoch is step 0",
-            "val_loss": [rounded(v) for v in h["val_loss"]],
-            "val_accuracy": [rounded(v) for v in accuracy],
-            "framework": "keras",
-        },
+        "facts": keras_facts(
+            val_loss=[rounded(v) for v in h["val_loss"]],
+            val_accuracy=[rounded(v) for v in accuracy],
+        ),
     }
 
 
@@ -530,13 +530,11 @@ def keras_binary_chance(data: Digits) -> dict[str, Any]:
         ],
         "may_also_flag": {"plateau": "val_accuracy never improves either (true)"},
         **epoch_log_layout(CHANCE_EPOCHS),
-        "facts": {
-            "step_convention": "Keras' epoch index: the first epoch is step 0",
-            "val_loss": [rounded(v) for v in val_loss],
-            "train_loss": [rounded(v) for v in loss],
-            "val_accuracy": [rounded(v) for v in h["val_accuracy"]],
-            "framework": "keras",
-        },
+        "facts": keras_facts(
+            val_loss=[rounded(v) for v in val_loss],
+            train_loss=[rounded(v) for v in loss],
+            val_accuracy=[rounded(v) for v in h["val_accuracy"]],
+        ),
     }
 
 
@@ -567,27 +565,19 @@ def keras_shuffled_train_labels(data: Digits) -> dict[str, Any]:
         "healthy": False,
         "must_be_silent": False,
         "pathologies": [
-            {
-                "kind": "overfitting",
-                "detector": "overfitting",
-                "metric": "eval/loss",
-                "log_column": "val_loss",
-                "best_step": 0,
-                "step_range": [0, SHUFFLED_EPOCHS - 1],
-                "first_eval_loss": rounded(val_loss[0]),
-                "last_eval_loss": rounded(val_loss[-1]),
-                "criterion": "val_loss never below its first evaluation while loss falls",
-                "min_severity": "warning",
-            }
+            short_overfit_pathology(
+                val_loss,
+                0,
+                rise,
+                criterion="val_loss never below its first evaluation while loss falls",
+            )
         ],
         **epoch_log_layout(SHUFFLED_EPOCHS),
-        "facts": {
-            "step_convention": "Keras' epoch index: the first epoch is step 0",
-            "val_loss": [rounded(v) for v in val_loss],
-            "train_loss": [rounded(v) for v in loss],
-            "val_accuracy": [rounded(v) for v in h["val_accuracy"]],
-            "framework": "keras",
-        },
+        "facts": keras_facts(
+            val_loss=[rounded(v) for v in val_loss],
+            train_loss=[rounded(v) for v in loss],
+            val_accuracy=[rounded(v) for v in h["val_accuracy"]],
+        ),
     }
 
 

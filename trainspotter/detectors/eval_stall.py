@@ -284,6 +284,13 @@ def _not_learning_finding(detector: str, stall: EvalStall, trend: TrainTrend) ->
         if stall.chance
         else f"{stall.metric} never improved on its first evaluation (not learning)"
     )
+    return _finding(detector, stall, title, message, NOT_LEARNING_FIXES)
+
+
+def _finding(
+    detector: str, stall: EvalStall, title: str, message: str, fixes: tuple[str, ...]
+) -> Finding:
+    """A warning over the stall's evaluations (both detectors' findings)."""
     return Finding(
         detector=detector,
         title=title,
@@ -293,7 +300,7 @@ def _not_learning_finding(detector: str, stall: EvalStall, trend: TrainTrend) ->
         step_end=stall.last_step,
         message=message,
         evidence=stall_evidence(stall),
-        fixes=NOT_LEARNING_FIXES,
+        fixes=fixes,
     )
 
 
@@ -314,24 +321,16 @@ def no_generalisation_finding(
             f" The first evaluation is at step {stall.first_step}: what the model learned "
             "before it is not in this log; after it, training did not help the eval."
         )
-    return Finding(
-        detector=detector,
-        title=(
-            f"{stall.metric} never improved on its first evaluation while "
-            f"{names.TRAIN_LOSS} fell (no generalisation)"
-        ),
-        severity=Severity.WARNING,
-        metric=stall.metric,
-        step_start=stall.first_step,
-        step_end=stall.last_step,
-        message=message,
-        evidence=stall_evidence(stall),
-        fixes=(
-            keep_best_fix(run, stall.metric, stall.best_step, stall.best),
-            NOT_LEARNING_FIXES[0],
-            "Regularise or shrink the model: weight decay, dropout, data augmentation",
-        ),
+    title = (
+        f"{stall.metric} never improved on its first evaluation while "
+        f"{names.TRAIN_LOSS} fell (no generalisation)"
     )
+    fixes = (
+        keep_best_fix(run, stall.metric, stall.best_step, stall.best),
+        NOT_LEARNING_FIXES[0],
+        "Regularise or shrink the model: weight decay, dropout, data augmentation",
+    )
+    return _finding(detector, stall, title, message, fixes)
 
 
 def stall_evidence(stall: EvalStall) -> dict[str, float | int | str]:
