@@ -191,7 +191,8 @@ class EvalNoiseDetector(
       understates), that standard error replaces the 95% bound above when larger, and
       the metric is judged from `min_lattice_points` (8) evaluations: the floor comes from
       the eval set's size, not from the jitter of a few points. The message names the
-      lattice, n and the standard error.
+      lattice, n and the standard error. Not when the judged half repeats one value (a
+      stuck metric is plateau's, not noise).
 
     Minimum sample: `min_points` = 16 evaluations, so the judged half has eight points:
     the trend test's minimum, six second differences for the jitter (from fewer, a robust
@@ -255,9 +256,10 @@ def _binomial_floor(
 ) -> tuple[SampleLattice, float] | None:
     """The lattice of an accuracy-type metric and the binomial standard error at its late
     median, when the lattice step (one eval sample) is at least the jitter the points show:
-    a robust jitter estimate of values on so coarse a lattice is mostly exact zeros."""
+    a robust jitter estimate of values on so coarse a lattice is mostly exact zeros. Not
+    for a judged half that repeats one value: that metric did not move (stuck, not noisy)."""
     lattice = sample_lattice(metric, y)
-    if lattice is None or lattice.step < sigma:
+    if lattice is None or lattice.step < sigma or np.unique(late).size < 2:
         return None
     se = lattice.standard_error(float(np.median(late)))
     return (lattice, se) if se > 0 else None

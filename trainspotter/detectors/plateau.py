@@ -189,6 +189,11 @@ class PlateauDetector(
        majority-class share). A large effect needs few points: 3 exact repeats of a
        7-digit value do not happen by chance, and the message says how many points it
        rests on.
+    6. *Eval never improved* (warning, `eval_stall.py`, whose docstring gives the rule and
+       its false-positive modes): an eval quality metric with no improving trend and no
+       evaluation materially better than its first, while the train loss did not fall
+       5%; only at a cross-entropy's chance level (ln C), or when the train loss, logged
+       from the first evaluation on, is flat too and not already reported here.
     "Far from converged" is therefore defined by the curve itself (it kept three quarters
     of its starting loss, or never lost 10% of it) or by a cause that stops learning (the LR at
     ~0 long before the end): the detector cannot know the best achievable loss.
