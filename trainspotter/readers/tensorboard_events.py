@@ -57,6 +57,7 @@ import numpy as np
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._event_scan import EventFileScanner, TagPoints
+from trainspotter.readers._event_writer import KERAS_FOLDERS, KERAS_TAG_PREFIX, record_writer
 from trainspotter.readers._tabular import Column, RunBuilder, canonical_name, list_names
 from trainspotter.readers._tfrecord import has_record_framing, read_header
 from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
@@ -64,8 +65,6 @@ from trainspotter.readers.incremental import Follower
 
 EVENT_FILE_PREFIX = "events.out.tfevents"
 MISSING_EXTRA = "reading TensorBoard logs needs the extra: pip install 'trainspotter[tensorboard]'"
-KERAS_FOLDERS = ("train", "validation")
-KERAS_TAG_PREFIX = "epoch_"
 SCORE_FILE_NAME = 100
 SCORE_FRAMING = 90
 
@@ -133,6 +132,7 @@ def build_run(
             raw = metric_name(tag, item.path, root, prefix_folders)
             blocks.setdefault(raw, []).append(points)
     builder.meta["event_files"] = [item.path.relative_to(root).as_posix() for item in scanned]
+    record_writer(builder.meta, [(item.path, item.scanner.tags) for item in scanned])
     if len(scanned) > 1:
         builder.note(f"merged {len(scanned)} event files")
     if not blocks:
