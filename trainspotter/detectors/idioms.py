@@ -7,9 +7,11 @@ call to `clip_grad_norm_`. Detectors phrase their clipping and warmup fixes thro
 module. The framework is judged only from what the reader recorded: the log's format
 (`trainer_state.json` is transformers, `metrics.csv` from a Lightning folder is Lightning)
 and, for a plain CSV, a step column named `epoch` (Keras's CSVLogger writes that). A run
-whose meta names its framework (`meta["framework"]`, which a live `Monitor(framework=...)`
-sets, since a training loop knows what it is) is taken at its word. Any other log gets the
-plain-PyTorch wording.
+whose meta names its framework (`meta["framework"]`) is taken at its word: a live
+`Monitor(framework=...)` sets it, since a training loop knows what it is, and so does the
+TensorBoard reader when the event files carry their logger's marks (`readers/_event_writer.py`:
+transformers' `args` summary, Lightning's `hparams.yaml`, Keras's callback layout written
+by TensorFlow). Any other log gets the plain-PyTorch wording.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def is_training_arguments(text: bytes) -> bool:
         parsed = json.loads(text)
     except ValueError:  # not JSON, or not UTF-8
         return False
-    return isinstance(parsed, dict) and TRAINING_ARGUMENTS_KEYS <= parsed.keys()
+    return isinstance(parsed, dict) and parsed.keys() >= TRAINING_ARGUMENTS_KEYS
 
 
 def read_head(path: Path, event_class: Any) -> FileHead:
@@ -107,7 +107,11 @@ def read_head(path: Path, event_class: Any) -> FileHead:
     writer = ""
     training_arguments = keras_model = False
     for index, (start, length) in enumerate(
-        zip(frames.starts[:HEAD_RECORDS].tolist(), frames.lengths[:HEAD_RECORDS].tolist())
+        zip(
+            frames.starts[:HEAD_RECORDS].tolist(),
+            frames.lengths[:HEAD_RECORDS].tolist(),
+            strict=True,
+        )
     ):
         begin = start + FRAMING_HEADER_BYTES
         try:
@@ -137,7 +141,10 @@ def written_by_tensorflow(path: Path, head: FileHead) -> bool:
 def file_framework(path: Path, tags: Iterable[str], head: FileHead) -> tuple[str, str] | None:
     """The framework one event file shows and why (see the module docstring), or None."""
     if head.training_arguments:
-        return "transformers", "a text summary 'args' holding TrainingArguments (TensorBoardCallback)"
+        return (
+            "transformers",
+            "a text summary 'args' holding TrainingArguments (TensorBoardCallback)",
+        )
     if written_by_tensorflow(path, head):
         if head.keras_model:
             return "keras", "the Keras TensorBoard callback's model summary (graph_keras_model)"

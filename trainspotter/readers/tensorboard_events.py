@@ -17,6 +17,18 @@ TensorBoard callback writes `train/` and `validation/` folders with `epoch_*` ta
 become `train/<name>` and `validation/<name>` (so `epoch_loss` in `validation/` is
 `validation/loss`, normalised to `eval/loss`).
 
+Who wrote the log (`_event_writer.py`, whose docstring details each rule and its
+false-positive modes): only marks the framework's own logger leaves in the files and folder
+read, never metric names: transformers' `TensorBoardCallback` by the `args` text summary
+holding TrainingArguments JSON, Keras's callback by TensorFlow's writer (the first event's
+`source_metadata.writer`, or a `.v2` file name) with its model summary or its `train/` /
+`validation/` `epoch_*` layout, Lightning's `TensorBoardLogger` by the `hparams.yaml`
+beside a non-TensorFlow event file. One framework shown by the files (and none contradicting
+it) goes to `meta["framework"]` with `meta["framework_evidence"]`; fixes then use its words.
+A plain script that saves its own `hparams.yaml` or an `args` summary of TrainingArguments
+is taken for Lightning or transformers; a plain TensorFlow loop logging `epoch_*` into
+`train/` for Keras.
+
 How: the TFRecord framing is read directly (uint64 length, masked CRC32C of the length,
 payload, masked CRC32C of the payload) and the scalar events of every layout the writers
 use (one `simple_value` per event as PyTorch and tensorboardX write it, several values per
