@@ -150,3 +150,16 @@ def test_a_parent_folder_of_one_framework_keeps_it(tmp_path: Path) -> None:
     shutil.copytree(LIGHTNING_LOG, tmp_path / "version_0")
     shutil.copytree(LIGHTNING_LOG, tmp_path / "version_1")
     assert read_log(tmp_path).meta["framework"] == "lightning"
+
+
+def test_a_head_cut_inside_the_args_summary_shows_nothing(tmp_path: Path) -> None:
+    """A file cut short (a run killed while writing) is read as far as it goes, and an
+    `args` summary that is not whole is no evidence."""
+    (hf_file,) = HF_LOG.glob("events*")
+    data = hf_file.read_bytes()
+    (tmp_path / hf_file.name).write_bytes(data[: data.index(b"per_device_train_batch_size")])
+    from tensorboard.compat.proto import event_pb2
+
+    head = read_head(tmp_path / hf_file.name, event_pb2.Event)
+    assert head.writer == "tensorboard.summary.writer.event_file_writer"
+    assert not head.training_arguments

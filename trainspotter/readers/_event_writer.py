@@ -37,8 +37,9 @@ transformers run whose `args` summary is beyond the first `HEAD_RECORDS` records
 writer passed in that was used before), Keras files written by a TensorFlow too old to
 record its writer and named without `.v2`.
 
-The head of each file is read again at each analysis (bounded: `HEAD_BYTES`), which is cheap
-beside the scan of the whole file and keeps `watch` free of extra state.
+The head of each file (its first `HEAD_RECORDS` records) is read again at each analysis,
+record by record: well under a millisecond a file, cheap beside the scan of the whole file,
+and it keeps `watch` free of extra state.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainspotter.readers._tfrecord import FRAMING_HEADER_BYTES, frame_records
+from trainspotter.readers._tfrecord import FRAMING_HEADER_BYTES, has_record_framing
 
 KERAS_FOLDERS = ("train", "validation")
 """The run folders `keras.callbacks.TensorBoard` writes under its `log_dir`."""
@@ -64,8 +65,10 @@ TEXT_PLUGIN = "text"
 HF_ARGS_TAGS = frozenset({"args", "args/text_summary"})
 TRAINING_ARGUMENTS_KEYS = frozenset({"output_dir", "per_device_train_batch_size", "max_grad_norm"})
 LIGHTNING_HPARAMS_FILE = "hparams.yaml"
-HEAD_BYTES = 1 << 20
-"""Bytes read from the start of each file for its head (an `args` JSON is a few KB)."""
+HEAD_RECORD_BYTES = 1 << 20
+"""The largest head record read (an `args` JSON is a few KB, a Keras model summary can be
+hundreds); a larger one ends the head."""
+PAYLOAD_CRC_BYTES = 4
 HEAD_RECORDS = 32
 """Records of the head looked at: the callbacks write their marks before any metric."""
 MAX_TEXT_BYTES = 1 << 18
@@ -94,29 +97,40 @@ def is_training_arguments(text: bytes) -> bool:
     return isinstance(parsed, dict) and parsed.keys() >= TRAINING_ARGUMENTS_KEYS
 
 
-def read_head(path: Path, event_class: Any) -> FileHead:
-    """The writer marks in the first `HEAD_RECORDS` records of `path` (an unreadable or
-    damaged head shows none)."""
+def head_payloads(path: Path) -> list[bytes]:
+    """The payloads of the first `HEAD_RECORDS` records of `path`, read record by record
+    (a few small reads, however large the file), up to the first one that is badly
+    framed, larger than `HEAD_RECORD_BYTES` or incomplete."""
+    payloads: list[bytes] = []
     try:
         with path.open("rb") as handle:
-            buffer = handle.read(HEAD_BYTES)
+            while len(payloads) < HEAD_RECORDS:
+                header = handle.read(FRAMING_HEADER_BYTES)
+                if not has_record_framing(header):
+                    break
+                length = int.from_bytes(header[:8], "little")
+                if length > HEAD_RECORD_BYTES:
+                    break
+                payload = handle.read(length)
+                # The payload CRC is not checked, as in the scan: a damaged one fails to parse.
+                if len(payload) < length or len(handle.read(PAYLOAD_CRC_BYTES)) < PAYLOAD_CRC_BYTES:
+                    break
+                payloads.append(payload)
     except OSError:
-        return FileHead()
-    frames = frame_records(buffer)
+        pass
+    return payloads
+
+
+def read_head(path: Path, event_class: Any) -> FileHead:
+    """The writer marks in the first `HEAD_RECORDS` records of `path` (an unreadable or
+    damaged head shows none; the scan of the file reports the damage)."""
     event = event_class()
     writer = ""
     training_arguments = keras_model = False
-    for index, (start, length) in enumerate(
-        zip(
-            frames.starts[:HEAD_RECORDS].tolist(),
-            frames.lengths[:HEAD_RECORDS].tolist(),
-            strict=True,
-        )
-    ):
-        begin = start + FRAMING_HEADER_BYTES
+    for index, payload in enumerate(head_payloads(path)):
         try:
-            event.ParseFromString(buffer[begin : begin + length])
-        except Exception:  # google.protobuf.message.DecodeError: the scan notes the damage
+            event.ParseFromString(payload)
+        except Exception:  # google.protobuf.message.DecodeError
             break
         if index == 0 and event.HasField("source_metadata"):
             writer = str(event.source_metadata.writer)
