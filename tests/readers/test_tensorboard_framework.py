@@ -163,3 +163,14 @@ def test_a_head_cut_inside_the_args_summary_shows_nothing(tmp_path: Path) -> Non
     head = read_head(tmp_path / hf_file.name, event_pb2.Event)
     assert head.writer == "tensorboard.summary.writer.event_file_writer"
     assert not head.training_arguments
+
+
+def test_watch_records_the_framework_too() -> None:
+    """`watch` builds its Run through the same path: a followed Keras log speaks Keras."""
+    from trainspotter.readers.base import ReadOptions
+    from trainspotter.readers.tensorboard_events import READER
+
+    tail = READER.open_tail(KERAS_LOG, "logs", ReadOptions())
+    tail.poll(final=True)
+    run = tail.run()
+    assert run is not None and run.meta["framework"] == "keras"
