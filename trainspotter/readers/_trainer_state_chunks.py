@@ -16,7 +16,11 @@ text after it; each part is checked rather than trusted:
   inside an entry makes a chunk that does not parse, so the next `},` is tried. Chunks
   that parse, joined by the commas cut at, are the array.
 
-Each chunk's entries go to `HistoryColumns` and are dropped. Whatever is unusual (no
+Once a chunk parsed this way has fixed the column order of its keys
+(`HistoryColumns.settled`), later chunks holding only such keys are decoded by msgspec
+straight into typed columns (`_trainer_state_typed.py`, ~2x faster, no dict per entry);
+a chunk it refuses (a new key, a NaN token, a null, a run summary...) takes the path
+above. Each chunk's entries go to `HistoryColumns` and are dropped. Whatever is unusual (no
 orjson, a non-dict entry, a shape the columns do not take, text that does not split
 cleanly, no entries) returns None: `hf.py` then reads the document whole, which also
 gives the error messages.
@@ -33,6 +37,7 @@ from trainspotter.readers._trainer_state_fast import (
     needs_json,
     parse_state,
 )
+from trainspotter.readers._trainer_state_typed import TypedChunks, typed_chunks
 from trainspotter.readers.jsonl import parse_json
 
 CHUNK_BYTES = 4 << 20
@@ -97,13 +102,10 @@ def _may_differ(entries: Any, wrapped: bytes, step_key: str, markers: tuple[str,
     return b"\\" in wrapped and needs_json({"log_history": entries}, step_key, markers)
 
 
-def _parse_chunk(
-    data: bytes, start: int, stop: int, step_key: str, markers: tuple[str, ...]
-) -> list[Any] | None:
-    """The entries of `[data[start:stop]]`, parsed as `parse_state` would; None if it does
-    not parse."""
+def _parse_chunk(wrapped: bytes, step_key: str, markers: tuple[str, ...]) -> list[Any] | None:
+    """The entries of the JSON array `wrapped`, parsed as `parse_state` would; None if it
+    does not parse."""
     loads = _trainer_state_fast._fast_loads
-    wrapped = b"".join((b"[", memoryview(data)[start:stop], b"]"))
     entries: Any = None
     if loads is not None:
         try:
@@ -118,9 +120,7 @@ def _parse_chunk(
     return entries if isinstance(entries, list) else None
 
 
-def _exact_summaries(
-    columns: HistoryColumns, before: int, data: bytes, start: int, stop: int
-) -> bool:
+def _exact_summaries(columns: HistoryColumns, before: int, wrapped: bytes) -> bool:
     """The run-summary candidates added since entry `before` as json reads them: orjson
     reads an integer beyond 64 bits as a float where json keeps an int (the summary goes
     to `meta` as it is; in the columns both are the same float). False: no parse."""
@@ -128,7 +128,7 @@ def _exact_summaries(
     if not any(has_widened(columns.maybe_summaries[index]) for index in fresh):
         return True
     try:
-        exact = parse_json(b"".join((b"[", memoryview(data)[start:stop], b"]")).decode("utf-8"))
+        exact = parse_json(wrapped.decode("utf-8"))
     except ValueError:
         return False
     if not isinstance(exact, list):
@@ -139,9 +139,13 @@ def _exact_summaries(
 
 
 def read_history(
-    data: bytes, step_key: str, summary_keys: tuple[str, str, str], markers: tuple[str, ...]
+    data: bytes,
+    step_key: str,
+    keys: tuple[str, str, tuple[str, str, str]],
+    markers: tuple[str, ...],
 ) -> tuple[dict[str, Any], HistoryColumns] | None:
-    """(top-level state, the log_history as columns) or None (module docstring). The
+    """(top-level state, the log_history as columns) or None (module docstring). `keys`:
+    the epoch key, the eval prefix and the run-summary keys (`HistoryColumns.table`). The
     caller may drop `data` before `HistoryColumns.table` (the text is no longer needed)."""
     if _trainer_state_fast._fast_loads is None or data.startswith(b"\xef\xbb\xbf"):
         return None
@@ -149,7 +153,11 @@ def read_history(
     if split is None:
         return None
     state, start, end = split
+    epoch_key, eval_prefix, summary_keys = keys
     columns = HistoryColumns(step_key)
+    settled: dict[str, None] = {}  # in the order found, so the struct is deterministic
+    typed: TypedChunks | None = None
+    entries: list[Any] | None = None
     pos = start + 1
     while pos < end:
         cut = end if end - pos <= CHUNK_BYTES else data.find(b"},", pos + CHUNK_BYTES, end)
@@ -157,15 +165,28 @@ def read_history(
             if cut < 0:
                 cut = end
             stop = cut + 1 if cut < end else end  # the `}` belongs to the chunk
-            entries = _parse_chunk(data, pos, stop, step_key, markers)
+            wrapped = b"".join((b"[", memoryview(data)[pos:stop], b"]"))
+            piece = typed.decode(wrapped) if typed is not None else None
+            if piece is not None:
+                break
+            entries = _parse_chunk(wrapped, step_key, markers)
             if entries is not None or cut == end:
                 break
             cut = data.find(b"},", cut + 2, end)
         before = columns.count
-        if entries is None or not columns.add(entries, summary_keys):
-            return None
-        del entries
-        if not _exact_summaries(columns, before, data, pos, stop):
-            return None
+        if piece is not None:
+            if not columns.add_typed(piece[0], typed.keys if typed else (), piece[1], piece[2]):
+                return None
+        else:
+            if entries is None or not columns.add(entries, summary_keys):
+                return None
+            del entries
+            if not _exact_summaries(columns, before, wrapped):
+                return None
+            fresh = columns.settled(before, epoch_key, eval_prefix, summary_keys) - set(settled)
+            if fresh:  # new keys the typed path may read from now on
+                settled.update(dict.fromkeys(sorted(fresh)))
+                typed = typed_chunks(step_key, [k for k in settled if k not in markers])
+        del wrapped
         pos = stop + 1  # past the comma
     return state, columns

@@ -165,6 +165,66 @@ class HistoryColumns:
         self.count += count
         return True
 
+    def add_typed(
+        self, steps: IntArray, keys: tuple[str, ...], values: FloatArray, present: BoolArray
+    ) -> bool:
+        """Add a piece decoded as columns (`_trainer_state_typed.py`): per entry its step
+        and, per key, its value and whether the entry holds the key (no nulls there: held
+        is logged). Its entries' shapes are their key sets in `keys` order, which is all
+        `table` reads of them (their keys' column order is settled by earlier pieces)."""
+        count = steps.shape[0]
+        codes = present @ (np.int64(1) << np.arange(len(keys), dtype=np.int64))
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        ids = []
+        for code in distinct.tolist():
+            shape = (self.step_key, *(k for j, k in enumerate(keys) if code >> j & 1))
+            ids.append(self.shapes.setdefault(shape, len(self.shapes)))
+        if len(self.shapes) > MAX_SHAPES:
+            return False
+        for column, key in enumerate(keys):
+            logged = present[:, column]
+            if logged.any():
+                piece = np.ascontiguousarray(values[:, column])
+                self.cells.setdefault(key, []).append((self.count, piece, logged.copy()))
+        self.steps.append(steps)
+        self.shape_of.append(np.asarray(ids, dtype=np.int64)[inverse.reshape(-1)])
+        self.count += count
+        return True
+
+    def settled(
+        self, before: int, epoch_key: str, eval_prefix: str, summary_keys: tuple[str, str, str]
+    ) -> set[str]:
+        """The keys whose place in `table`'s column order the entries added since entry
+        `before` fix: a key with a value in an entry that is not a run summary (for
+        `epoch_key`, not an eval entry either, whose epoch `table` may drop). No later
+        entry can change where such a key's column goes."""
+        marker, flos, loss = summary_keys
+        found: set[str] = set()
+        for shape, shape_id in self.shapes.items():
+            is_eval = any(key.startswith(eval_prefix) for key in shape)
+            if marker in shape or (flos in shape and loss not in shape and not is_eval):
+                continue
+            for key in shape:
+                if key in found or key == self.step_key or (key == epoch_key and is_eval):
+                    continue
+                for offset, _, logged in self.cells.get(key, []):
+                    if offset < before:
+                        continue
+                    rows = self.shape_of_rows(offset, logged.shape[0])
+                    if (logged & (rows == shape_id)).any():
+                        found.add(key)
+                        break
+        return found
+
+    def shape_of_rows(self, offset: int, count: int) -> IntArray:
+        """The shape ids of entries `offset` to `offset + count` (one piece)."""
+        start = 0
+        for piece in self.shape_of:
+            if start == offset:
+                return piece[:count]
+            start += piece.shape[0]
+        raise ValueError(offset)
+
     def take_column(self, key: str) -> tuple[FloatArray, BoolArray]:
         """A key's values and logged mask over every entry added (its pieces are dropped)."""
         values = np.full(self.count, np.nan)

@@ -27,8 +27,9 @@ read, with a note. The weights, `training_args.bin` and `config.json` are not re
 Python's json module is the format's reference parser (the Trainer writes with it, NaN
 tokens included); a large file is read faster and in less memory by
 `_trainer_state_chunks.py` (the `log_history` array cut into checked chunks, each parsed
-by orjson and turned into columns by `_trainer_state_fast.py`, so the entries never all
-exist as dicts), which falls back to json per chunk and to the whole-document path and the
+by orjson and turned into columns by `_trainer_state_fast.py`, or decoded by msgspec into
+typed columns by `_trainer_state_typed.py`, so the entries never all exist as dicts), which
+falls back to json per chunk and to the whole-document path and the
 entry loop below whenever its result could differ.
 """
 
@@ -169,7 +170,9 @@ class HfTrainerStateReader(FolderLogReader):
     def run_from_file(self, file: Path, builder: RunBuilder, options: ReadOptions) -> Run:
         display = builder.source_path
         data = read_bytes(file, display)
-        read = read_history(data, STEP_KEY, _SUMMARY_KEYS, (SUMMARY_MARKER, "total_flos"))
+        read = read_history(
+            data, STEP_KEY, (EPOCH_KEY, EVAL_PREFIX, _SUMMARY_KEYS), (SUMMARY_MARKER, "total_flos")
+        )
         if read is not None:  # the log_history read in chunks, straight into columns
             del data  # the text is no longer needed: the columns are built without it
             state, columns = read
