@@ -15,10 +15,9 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from trainspotter.errors import InputError
 from trainspotter.readers._files import BINARY_PROBE_BYTES, check_line_lengths, decode_head
@@ -27,6 +26,9 @@ from trainspotter.readers._tabular import (
     NumericColumn,
     Table,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a CSV is parsed: other logs never load it
+    import pandas as pd
 
 CSV_DELIMITERS = (",", ";", "\t", "|")
 MAX_CSV_COLUMNS = 10_000
@@ -116,6 +118,8 @@ def _float_or_nan(cell: Any) -> float:
 
 def _text_column_to_numeric(column: pd.Series[Any]) -> NumericColumn:
     """Convert a column pandas left as text: numbers, nan/inf tokens, empties and garbage."""
+    import pandas as pd
+
     absent = column.isna().to_numpy(dtype=bool)
     try:
         numbers = pd.to_numeric(column, errors="coerce")
@@ -142,6 +146,8 @@ def _text_column_to_numeric(column: pd.Series[Any]) -> NumericColumn:
 
 def numeric_column(column: pd.Series[Any]) -> NumericColumn:
     """A parsed CSV column as numbers per row (see the cell rules in the module docstring)."""
+    import pandas as pd
+
     if pd.api.types.is_bool_dtype(column.dtype):
         count = int(column.notna().sum())
         return NumericColumn(
@@ -222,6 +228,8 @@ def parse_csv_frame(
     """pandas' C parser on `source` with the cell rules (module docstring); returns the
     frame and the (1-based, as pandas counts) line numbers of rows skipped for having more
     cells than the header. `options` adds `read_csv` arguments (skiprows, names, ...)."""
+    import pandas as pd
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -22,9 +22,7 @@ Cells:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, IntArray, Run
@@ -41,6 +39,9 @@ from trainspotter.readers._tabular import (
     find_step_column,
     table_to_run,
 )
+
+if TYPE_CHECKING:  # a DataFrame comes with pandas loaded; other paths never need it
+    import pandas as pd
 
 FRAME_FORMAT = "dataframe"
 RECORDS_FORMAT = "records"
@@ -105,6 +106,8 @@ def run_from_frame(
     frame: pd.DataFrame, display: str, aliases: Mapping[str, str] | None = None
 ) -> Run:
     """The Run of a DataFrame: a step column (or the index) and metric columns."""
+    import pandas as pd
+
     columns: dict[str, NumericColumn] = {}
     for position in range(frame.shape[1]):
         name = str(frame.columns[position]).strip()
