@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, Run
@@ -66,6 +66,22 @@ class Tail(Protocol):
     def run(self) -> Run | None:
         """The Run of everything read so far, or None before anything was read."""
         ...
+
+
+ReaderT = TypeVar("ReaderT")
+
+
+@dataclass(eq=False)
+class FollowedLog(Generic[ReaderT]):
+    """What every `Tail` of a reader holds: the reader, the path followed, its display
+    name, the options, and the points read so far. Tails subclass it (as dataclasses,
+    their own state in fields with `init=False`)."""
+
+    reader: ReaderT
+    target: Path
+    display: str
+    options: ReadOptions
+    points: int = field(default=0, init=False)
 
 
 class Reader(Protocol):

@@ -36,6 +36,7 @@ entry loop below whenever its result could differ.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ from trainspotter.readers._tabular import (
 )
 from trainspotter.readers._trainer_state_chunks import read_history
 from trainspotter.readers._trainer_state_fast import history_table, parse_state
-from trainspotter.readers.base import Growth, ReadOptions, Tail
+from trainspotter.readers.base import FollowedLog, Growth, ReadOptions, Tail
 from trainspotter.readers.incremental import LOG_DELETED
 from trainspotter.readers.jsonl import parse_json
 
@@ -308,21 +309,14 @@ class HfTrainerStateReader(FolderLogReader):
         return state
 
 
-class HfTail:
+@dataclass(eq=False)
+class HfTail(FollowedLog[HfTrainerStateReader]):
     """A `trainer_state.json` that the Trainer rewrites whole at every save (see
     `readers/incremental.py`)."""
 
-    def __init__(
-        self, reader: HfTrainerStateReader, target: Path, display: str, options: ReadOptions
-    ) -> None:
-        self.reader = reader
-        self.target = target
-        self.display = display
-        self.options = options
-        self._seen: tuple[int, int, int] | None = None
-        self._state: dict[str, Any] | None = None
-        self._file: Path | None = None
-        self.points = 0
+    _seen: tuple[int, int, int] | None = field(default=None, init=False)
+    _state: dict[str, Any] | None = field(default=None, init=False)
+    _file: Path | None = field(default=None, init=False)
 
     def poll(self, final: bool = False) -> Growth:
         growth = Growth()

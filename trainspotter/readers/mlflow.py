@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from trainspotter.readers._tabular import (
     canonical_name,
     list_names,
 )
-from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.base import FollowedLog, Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import TextFollower
 
 META_FILE = "meta.yaml"
@@ -358,20 +358,13 @@ class _FollowedMetric:
         self.error: InputError | None = None
 
 
-class MlflowTail:
+@dataclass(eq=False)
+class MlflowTail(FollowedLog[MlflowReader]):
     """An MLflow run being logged to: its metric files grow and new ones appear (see
     `readers/incremental.py`)."""
 
-    def __init__(
-        self, reader: MlflowReader, target: Path, display: str, options: ReadOptions
-    ) -> None:
-        self.reader = reader
-        self.target = target
-        self.display = display
-        self.options = options
-        self._builder: RunBuilder | None = None
-        self._metrics: dict[Path, tuple[str, _FollowedMetric]] = {}
-        self.points = 0
+    _builder: RunBuilder | None = field(default=None, init=False)
+    _metrics: dict[Path, tuple[str, _FollowedMetric]] = field(default_factory=dict, init=False)
 
     def poll(self, final: bool = False) -> Growth:
         growth = Growth()
