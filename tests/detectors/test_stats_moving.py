@@ -100,3 +100,14 @@ def test_trailing_block_baseline_is_pandas(
     expected = pd.Series(centre).shift(1).rolling(blocks, min_periods=1).median()
     med, _ = stats.trailing_block_baseline(y, width, blocks)
     assert same(med, np.repeat(expected.to_numpy(np.float64), block)[: y.size])
+
+
+def test_a_window_far_longer_than_the_series_allocates_nothing_for_it() -> None:
+    """A window of a billion points over five (a config's extreme value) is the whole
+    series, as in pandas, without an array of a billion NaNs."""
+    y = np.array([3.0, np.nan, 1.0, np.inf, 2.0])
+    huge = 10**9
+    assert same(stats.rolling_min(y, huge), pd.Series(y).rolling(huge, min_periods=1).min())
+    expected = pd.Series(y).rolling(huge, min_periods=1, center=True).median()
+    assert same(stats.rolling_median(y, huge, center=True), expected)
+    assert np.isnan(stats.trailing_robust_z(y[:2], huge)[1]).all()

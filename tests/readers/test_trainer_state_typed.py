@@ -166,3 +166,14 @@ def test_typed_numbers_are_the_doubles_json_reads(number: str) -> None:
     assert value == float(reference) and math.copysign(1, value) == math.copysign(
         1, float(reference)
     )
+
+
+@pytest.mark.parametrize("key", ["\x1f", "\ud800", 'a"b', "back\\slash", "caf\u00e9"])
+def test_keys_msgspec_cannot_name_are_read_by_the_other_path(tmp_path: Path, key: str) -> None:
+    """A key with a control character, a lone surrogate, a quote or a backslash is no
+    struct field: entries holding it are refused by the typed path, never an error."""
+    history = [{**trainer_entry(s), key: 0.5 * s} for s in range(1, 120)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": history}, indent=2), encoding="utf-8")
+    typed, _ = typed_outcome(path, 300)
+    assert typed == plain_outcome(path)

@@ -62,14 +62,24 @@ def _moving(
     """A bottleneck moving-window `function` with pandas' `rolling(window, min_periods,
     center)` semantics: NaN and +-inf are skipped, a window with fewer than `min_periods`
     values gives NaN, a centred window covers `(window - 1) // 2` points after its point."""
+    if not 1 <= min_periods <= window:
+        raise ValueError(f"min_periods {min_periods} must be between 1 and window {window}")
     y = np.asarray(values, dtype=np.float64)
     n = y.size
+    if n == 0:
+        return np.empty(0, dtype=np.float64)
+    # The points a window reaches before and after its own, cut to the series (a window
+    # longer than the series covers all of it: never allocate for the rest).
     after = (window - 1) // 2 if center else 0
-    pad = max(after, window - n, 0)  # bottleneck wants window <= length
+    before = min(window - 1 - after, n - 1)
+    after = min(after, n - 1)
+    width = before + after + 1
+    if width < min_periods:
+        return np.full(n, np.nan)
     y = np.where(np.isinf(y), np.nan, y)
-    if pad:
-        y = np.concatenate([y, np.full(pad, np.nan)])
-    return np.asarray(function(y, window, min_count=min_periods)[after : after + n], np.float64)
+    if after:
+        y = np.concatenate([y, np.full(after, np.nan)])
+    return np.asarray(function(y, width, min_count=min_periods)[after : after + n], np.float64)
 
 
 def _shifted(values: npt.ArrayLike) -> FloatArray:

@@ -81,8 +81,22 @@ class TypedChunks:
         return steps, values, ~np.isnan(values)
 
 
+def _field_name(key: str) -> bool:
+    """Whether msgspec takes `key` as a field's JSON name: UTF-8, without a backslash, a
+    quote or a control character. An entry holding any other key is refused as unknown."""
+    if any(char in '\\"' or char < " " for char in key):
+        return False
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
 def typed_chunks(step_key: str, keys: Sequence[str]) -> TypedChunks | None:
-    """The decoder for `keys`, or None without msgspec or with no or too many keys."""
-    if _msgspec is None or not keys or len(keys) > MAX_FIELDS:
+    """The decoder for `keys` (those msgspec can name), or None without msgspec, with no or
+    too many keys, or for a step key msgspec cannot name."""
+    usable = [key for key in keys if _field_name(key)]
+    if _msgspec is None or not usable or len(usable) > MAX_FIELDS or not _field_name(step_key):
         return None
-    return TypedChunks(step_key, keys)
+    return TypedChunks(step_key, usable)
