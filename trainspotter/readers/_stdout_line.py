@@ -74,6 +74,13 @@ _KEYED_COUNTER = re.compile(
 # A bare `n/total` (a tqdm bar, Keras' `32/32`); one in parentheses is a fraction
 # (`accuracy: 20.78%, (512570/2466133)`), not a position.
 _COUNTER = re.compile(r"(?<![\w/.:(])(?P<n>\d+)\s*/\s*(?P<total>\d+)(?![\w/.:)])")
+# An epoch tag, `[E2]` or `[E2/5]`, and the PyTorch DCGAN example's `[1/5][200/938]`: an
+# epoch of a total, then a batch of the epoch's batches.
+_EPOCH_TAG = re.compile(r"(?<![\w\]])\[\s*E\s*(?P<n>\d+)(?:\s*/\s*(?P<total>\d+))?\s*\]")
+_EPOCH_BATCH = re.compile(
+    r"(?<![\w\]])\[\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\s*\]\s*"
+    r"\[\s*(?P<batch>\d+)\s*/\s*(?P<batches>\d+)\s*\]"
+)
 _NUMBER_TOKEN = re.compile(r"\d[\w./%]*")
 _PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
 PROSE_WORDS = 4
@@ -262,6 +269,29 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
+def _epoch_tags(progress: Progress, rest: str) -> str:
+    """`[E2]` (an epoch) or `[1/5][200/938]` (an epoch and a batch) on the line: read into
+    `progress`; the rest of the line is returned with them blanked."""
+    tag = _EPOCH_TAG.search(rest)
+    if tag is not None:
+        progress.epoch = float(tag["n"])
+        progress.epoch_counted_from_one = tag["total"] is not None
+        progress.spans["@epoch"] = tag.span("n")
+        return _blank(rest, *tag.span())
+    pair = _EPOCH_BATCH.search(rest)
+    if pair is None:
+        return rest
+    progress.epoch, progress.epoch_counted_from_one = float(pair["n"]), True
+    progress.batch = (int(pair["batch"]), int(pair["batches"]))
+    spans = progress.spans
+    spans["@epoch"], spans["@batch"], spans["@batches"] = (
+        pair.span("n"),
+        pair.span("batch"),
+        pair.span("batches"),
+    )
+    return _blank(rest, *pair.span())
+
+
 def _parse_pairs(line: str) -> Progress:
     progress = Progress({})
     spans = progress.spans
@@ -284,7 +314,9 @@ def _parse_pairs(line: str) -> Progress:
         else:
             continue
         rest = _blank(rest, *match.span())
-    counter = _COUNTER.search(rest)
+    if progress.epoch is None:
+        rest = _epoch_tags(progress, rest)
+    counter = None if progress.batch is not None else _COUNTER.search(rest)
     if counter is not None:
         progress.batch, progress.bar = (int(counter["n"]), int(counter["total"])), True
         spans["@batch"], spans["@batches"] = counter.span("n"), counter.span("total")

@@ -78,7 +78,7 @@ import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.names import LR, is_eval
+from trainspotter.names import LR, is_eval, is_loss_like
 from trainspotter.readers._appended import EPOCH_METRIC
 from trainspotter.readers._files import read_text_lines
 from trainspotter.readers._stdout_line import (
@@ -92,6 +92,7 @@ from trainspotter.readers._stdout_line import (
     parse_progress,
     spelling,
 )
+from trainspotter.readers._stdout_restarts import Glue, Marks, StepClock
 from trainspotter.readers._stdout_shapes import (
     CONTROL,
     MAX_PLANNED_CHARS,
@@ -119,13 +120,15 @@ _EPOCH_HEADER = re.compile(
 
 
 class _Metric:
-    __slots__ = ("is_eval", "last", "steps", "values")
+    __slots__ = ("is_eval", "last", "marks", "steps", "values")
 
     def __init__(self, evaluation: bool) -> None:
         self.steps: array[int] = array("q")
         self.values: array[float] = array("d")
         self.last: float | None = None
         self.is_eval = evaluation
+        self.marks = Marks()
+        """Which stretch of a restarting step counter each point is in (`_stdout_restarts`)."""
 
 
 class StdoutLines:
@@ -147,8 +150,12 @@ class StdoutLines:
         self._epoch_scale: tuple[int, bool] | None = None
         """Batches per epoch and epoch counting of the last epoch-and-batch line."""
         self._batch_epoch: int | None = None
+        self._epoch_zero = False
+        """An epoch written `N/M` was 0: epochs so written count from 0 from then on."""
         self._batch_offset = 0
         self._counted = -1
+        self._clock = StepClock()
+        self._source = ""
         self.last_step = 0
         """The step of the last progress line."""
 
@@ -196,13 +203,20 @@ class StdoutLines:
                 self._add_lines(run)  # a step that is not a plain whole number
                 return
             steps = array("q", map(int, columns.steps))
+            texts = columns.counters.get("epoch")
+            epochs = None if texts is None else [float(text) for text in texts]
+            stretches = self._clock.observe_block(steps, epochs)
         else:
             first = max(self._counted, self.last_step if self.records else -1) + 1
             steps = array("q", range(first, first + len(run)))
             self._counted = steps[-1]
+        if source != "line":
+            stretches = [(0, self._clock.current)]
         for raw, column in columns.values.items():
             unit = plan.units.get(raw)
             metric = self._sinks.get((raw, unit)) or self._sink(raw, unit)
+            for index, stretch in stretches:
+                metric.marks.add(len(metric.steps) + index, stretch)
             metric.steps.extend(steps)
             metric.values.extend(array("d", column))
             metric.last = column[-1]
@@ -216,13 +230,16 @@ class StdoutLines:
         batches = [int(text) for text in columns.counters["batch"]]
         totals = [int(text) for text in columns.counters["batches"]]
         steps = []
+        zero = self._epoch_zero
         for epoch, batch, total in zip(epochs, batches, totals, strict=True):
             if epoch is None:
                 return None
-            steps.append(max(epoch - 1 if from_one else epoch, 0) * total + batch)
+            zero = zero or (from_one and epoch == 0)
+            steps.append(max(epoch - 1 if from_one and not zero else epoch, 0) * total + batch)
         if not 0 <= min(steps) <= max(steps) < STEP_LIMIT:
             return None
-        self._epoch_scale = (totals[-1], from_one)
+        self._epoch_zero = zero
+        self._epoch_scale = (totals[-1], from_one and not zero)
         return array("q", steps)
 
     def _columnar_source(self, plan: Plan) -> str | None:
@@ -280,6 +297,11 @@ class StdoutLines:
                 self.first_skipped = self.line_count
             return
         self.records += 1
+        if self._source in ("line", "batch counter"):
+            self._clock.observe(step, progress.epoch)
+        elif self._source == "epoch":
+            self._clock.observe_epoch(progress.epoch)  # a summary: goes to its stretch's end
+        stretch, at_end = self._clock.current, self._source == "epoch"
         mid_epoch = progress.batch is not None and progress.batch[0] < progress.batch[1]
         units = progress.units
         for raw, value in progress.values.items():
@@ -289,6 +311,9 @@ class StdoutLines:
             repeated = metric.last is not None and _same(metric.last, value)
             if mid_epoch and metric.is_eval and repeated:
                 continue  # an eval result a progress bar keeps showing: not a new point
+            metric.marks.add(len(metric.steps), stretch)
+            if at_end:
+                metric.marks.ends.append(len(metric.steps))
             metric.steps.append(step)
             metric.values.append(value)
             metric.last = value
@@ -312,6 +337,9 @@ class StdoutLines:
         epoch = None if whole is None else as_step(whole)
         if step is None and progress.batch is not None and epoch is not None:
             per_epoch, from_one = progress.batch[1], progress.epoch_counted_from_one
+            # The PyTorch DCGAN example prints `[0/25][0/1563]`: a 0 means counting from 0.
+            self._epoch_zero = self._epoch_zero or (from_one and epoch == 0)
+            from_one = from_one and not self._epoch_zero
             done = epoch - 1 if from_one else epoch
             source, step = "epoch and batch", max(done, 0) * per_epoch + progress.batch[0]
             self._epoch_scale = (per_epoch, from_one)
@@ -334,7 +362,7 @@ class StdoutLines:
         if step is None or not 0 <= step < STEP_LIMIT:
             return None
         self.step_source[source] = self.step_source.get(source, 0) + 1
-        self.last_step = step
+        self.last_step, self._source = step, source
         return step
 
     def _batch_step(self, batch: int, epoch: int | None) -> int:
@@ -394,17 +422,34 @@ class StdoutLines:
                 "takes the next count after the step before it (an evaluation-only line "
                 "takes the step of the line before it unless it already has those metrics)"
             )
+        glue = self._glue()
+        if glue is not None:
+            builder.meta["step_restarts"] = glue.meta()
+            builder.note(glue.note())
         names = self._names(builder, options)
         for raw, metric in self.metrics.items():
+            steps = np.frombuffer(metric.steps, dtype=np.int64).copy()
+            if glue is not None:
+                glue.apply(steps, metric.marks)
             builder.add(
                 Column(
                     raw_name=raw,
                     name=names[raw],
-                    steps=np.frombuffer(metric.steps, dtype=np.int64).copy(),
+                    steps=steps,
                     values=np.frombuffer(metric.values, dtype=np.float64).copy(),
                 )
             )
         return builder.build()
+
+    def _glue(self) -> Glue | None:
+        """A per-epoch step counter's epochs laid end to end (`_stdout_restarts`); only
+        when every step came from the counter, an epoch-only line or a count after them."""
+        if not set(self.step_source) <= _GLUED_SOURCES:
+            return None
+        losses = [m for n, m in self.metrics.items() if is_loss_like(n) and not m.is_eval]
+        loss = max(losses, key=lambda metric: len(metric.values), default=None)
+        values = None if loss is None else np.frombuffer(loss.values, dtype=np.float64)
+        return self._clock.glue(None if loss is None or values is None else (values, loss.marks))
 
     def _names(self, builder: RunBuilder, options: ReadOptions) -> dict[str, str]:
         """Canonical names; when two printed keys mean one metric, the one printed most
@@ -425,6 +470,9 @@ class StdoutLines:
                 f"{raws[0]!r}, is read as {name!r}; the others keep their printed names"
             )
         return names
+
+
+_GLUED_SOURCES = frozenset({"line", "batch counter", "epoch", "counted"})
 
 
 @functools.lru_cache(maxsize=1024)
