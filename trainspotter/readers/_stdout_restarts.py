@@ -49,10 +49,14 @@ from __future__ import annotations
 
 import statistics
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
+
+from trainspotter.names import is_loss_like
+from trainspotter.readers._tabular import RunBuilder
 
 MAX_STRETCHES = 10_000
 """More restarts than this is not a per-epoch counter (two counters interleaved): the
@@ -61,6 +65,10 @@ MIN_RESTARTS_WITHOUT_EPOCH = 2
 LENGTH_TOLERANCE = 0.05
 FRESH_START_DROP = 0.1
 FRESH_START_POINTS = 5
+COUNTER_SOURCES = ("line", "batch counter")
+"""The step sources (`stdout.py`) that are the printed counter."""
+GLUED_SOURCES = frozenset({*COUNTER_SOURCES, "epoch", "counted"})
+"""A glue only moves the counter's steps, an epoch-only line's, and counts after them."""
 EPOCH_MARKERS = "epoch markers"
 SAME_MAXIMUM = "same maximum"
 
@@ -101,10 +109,13 @@ class Marks:
     """Positions of points from epoch-only lines (placed at the end of their stretch)."""
     stretch: int = -1
 
-    def add(self, position: int, stretch: int) -> None:
+    def add(self, position: int, stretch: int, at_end: bool = False) -> None:
+        """A point at `position` of the metric's arrays, in `stretch`."""
         if stretch != self.stretch:
             self.starts.append((position, stretch))
             self.stretch = stretch
+        if at_end:
+            self.ends.append(position)
 
 
 @dataclass(frozen=True)
@@ -187,12 +198,22 @@ class StepClock:
         if epoch is not None:
             self._extend_epochs((epoch,))
 
+    def observe_line(self, source: str, step: int, epoch: float | None) -> tuple[int, bool]:
+        """A progress line with its step source (`stdout.py`): the stretch its points go
+        to, and whether they go to its end (an epoch-only line, such as a summary)."""
+        if source in COUNTER_SOURCES:
+            self.observe(step, epoch)
+        elif source == "epoch":
+            self.observe_epoch(epoch)
+        return self.current, source == "epoch"
+
     def observe_block(
-        self, steps: array[int], epochs: Sequence[float] | None
+        self, steps: array[int], epoch_texts: Sequence[str] | None
     ) -> list[tuple[int, int]]:
-        """Consecutive lines' printed steps (and epochs) at once, as `observe` line by line
-        would take them: where in the block each stretch begins, [(index, stretch)], the
-        first at index 0."""
+        """Consecutive lines' printed steps (and epochs, as printed) at once, as `observe`
+        line by line would take them: where in the block each stretch begins, [(index,
+        stretch)], the first at index 0."""
+        epochs = None if epoch_texts is None else [float(text) for text in epoch_texts]
         printed = np.frombuffer(steps, dtype=np.int64)
         count = printed.shape[0]
         if self.gave_up or count == 0:
@@ -348,3 +369,44 @@ def _fresh_starts(loss: tuple[np.ndarray, Marks] | None, count: int) -> list[boo
         dropped = start - ended > FRESH_START_DROP * abs(start)
         fresh[k] = dropped and abs(began - start) < abs(began - ended)
     return fresh
+
+
+class PrintedMetric(Protocol):
+    """What the glue needs of one of `stdout.StdoutLines`' metrics."""
+
+    @property
+    def is_eval(self) -> bool: ...
+
+    @property
+    def values(self) -> array[float]: ...
+
+    @property
+    def marks(self) -> Marks: ...
+
+
+def glue_printed(
+    clock: StepClock,
+    metrics: Mapping[str, PrintedMetric],
+    sources: Iterable[str],
+    builder: RunBuilder,
+) -> Glue | None:
+    """The glue of a printed log (its note and meta added to `builder`), or None; only when
+    every step came from the counter, an epoch-only line or a count after them."""
+    if not set(sources) <= GLUED_SOURCES:
+        return None
+    losses = [m for n, m in metrics.items() if is_loss_like(n) and not m.is_eval]
+    loss = max(losses, key=lambda metric: len(metric.values), default=None)
+    values = None if loss is None else np.frombuffer(loss.values, dtype=np.float64)
+    glue = clock.glue(None if loss is None or values is None else (values, loss.marks))
+    if glue is not None:
+        builder.meta["step_restarts"] = glue.meta()
+        builder.note(glue.note())
+    return glue
+
+
+def glued_steps(glue: Glue | None, printed: array[int], marks: Marks) -> np.ndarray:
+    """A metric's steps as an array: the printed ones, laid end to end by `glue`."""
+    steps = np.frombuffer(printed, dtype=np.int64).copy()
+    if glue is not None:
+        glue.apply(steps, marks)
+    return steps

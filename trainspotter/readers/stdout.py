@@ -38,10 +38,15 @@ are counted, each the step after the one before it (an evaluation-only line, suc
 `{'eval_loss': ...}`, shares the step of the line before it unless that step already has
 its metrics: two evaluations in a row are two points). A line whose only value is a
 learning rate and that has no step (`learning_rate: 0.001` in a dumped config) is not a
-point. Which rules were used is in `meta["step_source"]`. False reads: a `Step n/N`
-counter beside an epoch that does not restart each epoch (a global step with the run's
-total) is read as a batch, which multiplies the steps by the epoch; a bare number in
-parentheses (`(512570/2466133)`) is never a counter.
+point. A counter that starts again every epoch (`[E2] step 0`, `epoch 2 iter 0`, `Epoch
+2/10` then `iter 0`, a bare tqdm bar per epoch) is laid end to end when the epoch printed
+with it advances or every epoch has one length, else left to the appended-run split
+(`_stdout_restarts.py`, `meta["step_restarts"]`); DCGAN's `[2/5][0/938]` is an epoch and
+a batch, and once an epoch `N/M` is 0 such epochs count from 0. Which rules were used is
+in `meta["step_source"]`. False reads: a `Step n/N` counter beside an epoch that does not
+restart each epoch (a global step with the run's total) is read as a batch, which
+multiplies the steps by the epoch; a bare number in parentheses (`(512570/2466133)`) is
+never a counter.
 
 A progress bar repeats an evaluation result in every refresh until the next evaluation
 (Lightning's `val_loss=` postfix), so on a line whose batch counter is mid-epoch (`5/12`)
@@ -78,7 +83,7 @@ import numpy as np
 
 from trainspotter.errors import InputError
 from trainspotter.model import Run
-from trainspotter.names import LR, is_eval, is_loss_like
+from trainspotter.names import LR, is_eval
 from trainspotter.readers._appended import EPOCH_METRIC
 from trainspotter.readers._files import read_text_lines
 from trainspotter.readers._stdout_line import (
@@ -92,7 +97,7 @@ from trainspotter.readers._stdout_line import (
     parse_progress,
     spelling,
 )
-from trainspotter.readers._stdout_restarts import Glue, Marks, StepClock
+from trainspotter.readers._stdout_restarts import Marks, StepClock, glue_printed, glued_steps
 from trainspotter.readers._stdout_shapes import (
     CONTROL,
     MAX_PLANNED_CHARS,
@@ -127,8 +132,7 @@ class _Metric:
         self.values: array[float] = array("d")
         self.last: float | None = None
         self.is_eval = evaluation
-        self.marks = Marks()
-        """Which stretch of a restarting step counter each point is in (`_stdout_restarts`)."""
+        self.marks = Marks()  # its points' stretches of a restarting step counter
 
 
 class StdoutLines:
@@ -192,6 +196,7 @@ class StdoutLines:
         if plan is None or source is None or columns is None:
             self._add_lines(run)
             return
+        stretches = [(0, self._clock.current)]
         if source == "epoch and batch":
             found = self._epoch_and_batch_steps(columns, plan.epoch_counted_from_one)
             if found is None:
@@ -203,15 +208,11 @@ class StdoutLines:
                 self._add_lines(run)  # a step that is not a plain whole number
                 return
             steps = array("q", map(int, columns.steps))
-            texts = columns.counters.get("epoch")
-            epochs = None if texts is None else [float(text) for text in texts]
-            stretches = self._clock.observe_block(steps, epochs)
+            stretches = self._clock.observe_block(steps, columns.counters.get("epoch"))
         else:
             first = max(self._counted, self.last_step if self.records else -1) + 1
             steps = array("q", range(first, first + len(run)))
             self._counted = steps[-1]
-        if source != "line":
-            stretches = [(0, self._clock.current)]
         for raw, column in columns.values.items():
             unit = plan.units.get(raw)
             metric = self._sinks.get((raw, unit)) or self._sink(raw, unit)
@@ -297,11 +298,7 @@ class StdoutLines:
                 self.first_skipped = self.line_count
             return
         self.records += 1
-        if self._source in ("line", "batch counter"):
-            self._clock.observe(step, progress.epoch)
-        elif self._source == "epoch":
-            self._clock.observe_epoch(progress.epoch)  # a summary: goes to its stretch's end
-        stretch, at_end = self._clock.current, self._source == "epoch"
+        stretch, at_end = self._clock.observe_line(self._source, step, progress.epoch)
         mid_epoch = progress.batch is not None and progress.batch[0] < progress.batch[1]
         units = progress.units
         for raw, value in progress.values.items():
@@ -311,9 +308,7 @@ class StdoutLines:
             repeated = metric.last is not None and _same(metric.last, value)
             if mid_epoch and metric.is_eval and repeated:
                 continue  # an eval result a progress bar keeps showing: not a new point
-            metric.marks.add(len(metric.steps), stretch)
-            if at_end:
-                metric.marks.ends.append(len(metric.steps))
+            metric.marks.add(len(metric.steps), stretch, at_end)
             metric.steps.append(step)
             metric.values.append(value)
             metric.last = value
@@ -337,8 +332,7 @@ class StdoutLines:
         epoch = None if whole is None else as_step(whole)
         if step is None and progress.batch is not None and epoch is not None:
             per_epoch, from_one = progress.batch[1], progress.epoch_counted_from_one
-            # The PyTorch DCGAN example prints `[0/25][0/1563]`: a 0 means counting from 0.
-            self._epoch_zero = self._epoch_zero or (from_one and epoch == 0)
+            self._epoch_zero |= from_one and epoch == 0  # DCGAN's `[0/25][0/1563]`
             from_one = from_one and not self._epoch_zero
             done = epoch - 1 if from_one else epoch
             source, step = "epoch and batch", max(done, 0) * per_epoch + progress.batch[0]
@@ -422,34 +416,18 @@ class StdoutLines:
                 "takes the next count after the step before it (an evaluation-only line "
                 "takes the step of the line before it unless it already has those metrics)"
             )
-        glue = self._glue()
-        if glue is not None:
-            builder.meta["step_restarts"] = glue.meta()
-            builder.note(glue.note())
+        glue = glue_printed(self._clock, self.metrics, self.step_source, builder)
         names = self._names(builder, options)
         for raw, metric in self.metrics.items():
-            steps = np.frombuffer(metric.steps, dtype=np.int64).copy()
-            if glue is not None:
-                glue.apply(steps, metric.marks)
             builder.add(
                 Column(
                     raw_name=raw,
                     name=names[raw],
-                    steps=steps,
+                    steps=glued_steps(glue, metric.steps, metric.marks),
                     values=np.frombuffer(metric.values, dtype=np.float64).copy(),
                 )
             )
         return builder.build()
-
-    def _glue(self) -> Glue | None:
-        """A per-epoch step counter's epochs laid end to end (`_stdout_restarts`); only
-        when every step came from the counter, an epoch-only line or a count after them."""
-        if not set(self.step_source) <= _GLUED_SOURCES:
-            return None
-        losses = [m for n, m in self.metrics.items() if is_loss_like(n) and not m.is_eval]
-        loss = max(losses, key=lambda metric: len(metric.values), default=None)
-        values = None if loss is None else np.frombuffer(loss.values, dtype=np.float64)
-        return self._clock.glue(None if loss is None or values is None else (values, loss.marks))
 
     def _names(self, builder: RunBuilder, options: ReadOptions) -> dict[str, str]:
         """Canonical names; when two printed keys mean one metric, the one printed most
@@ -470,9 +448,6 @@ class StdoutLines:
                 f"{raws[0]!r}, is read as {name!r}; the others keep their printed names"
             )
         return names
-
-
-_GLUED_SOURCES = frozenset({"line", "batch counter", "epoch", "counted"})
 
 
 @functools.lru_cache(maxsize=1024)
