@@ -20,15 +20,18 @@ to end, when
   every stretch but the last reaches the same maximum (within one logging interval or 5%)
   and starts from the same value (within one interval), the last reaches no further, and
   the main training loss does not go back to where the log started (below).
-Each stretch holds two or more steps (a lone line is no stretch to measure). The global
-step is the stretch's offset plus the printed step; the offset is the sum of the previous
-stretches' lengths, each the printed counter's own period: its highest value minus the
-counter's base (the lowest first value of any stretch) plus its logging interval (the
-smallest step between two of its lines), so `step 0` ... `step 14990` every 10 is 15000
-long. A line that carries an epoch and no step (a summary) goes to the end of its
-stretch. A restart that is not glued starts the offsets again from 0, so a second run
-appended to the file keeps today's treatment (`readers/_appended.py` cuts the file into
-runs; each run's epochs are still laid end to end).
+Nothing is glued unless every stretch but the last holds two or more counter lines (a
+lone line is no stretch to measure) and every step of the log came from the counter, an
+epoch-only line or a count after them (a log that mixes in epoch-and-batch steps, which
+are global already, is left as it is). The global step is the stretch's offset plus the
+printed step; the offset is the sum of the previous stretches' lengths, each the printed
+counter's own period: its highest value minus the counter's base (the lowest first value
+of any stretch) plus its logging interval (the smallest step between two of its lines),
+so `step 0` ... `step 14990` every 10 is 15000 long. A line that carries an epoch and no
+step (a summary) goes to the end of its stretch. A restart that is not glued starts the
+offsets again from 0, so a second run appended to the file keeps today's treatment
+(`readers/_appended.py` cuts the file into runs; each run's epochs are still laid end to
+end).
 
 The fresh-start check (same-length rule only): a second run appended to the same file by
 the same script reaches the same maximum too. Its loss goes back to the level the log
