@@ -1,0 +1,253 @@
+"""spikes: a sudden jump in a loss-type metric, and whether the curve came back from it.
+
+A subpackage of one pipeline over one `Curve`: `scoring` scores each point against its
+trailing window, forms episodes and judges recovery and absolute size; `message` turns an
+episode into a finding; this module runs them per metric and folds a total loss's terms
+into the total's findings; `params` holds the id and parameters every part reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors.base import Detector, Reads
+from trainspotter.detectors.spikes.message import spike_finding
+from trainspotter.detectors.spikes.params import NAME, SpikesParams
+from trainspotter.detectors.spikes.scoring import (
+    Curve,
+    judge_episode,
+    large_enough,
+    merge_unrecovered,
+    spike_scores,
+    startup_points,
+    worth_showing,
+)
+from trainspotter.model import Finding, Run, Series
+from trainspotter.names import is_loss_like
+
+__all__ = ["DETECTOR", "NAME", "SpikesDetector", "SpikesParams", "startup_points"]
+
+
+class SpikesDetector(
+    Detector,
+    name=NAME,
+    params=SpikesParams,
+    causal_rank=3,
+    reads=Reads(is_loss_like, "no loss metric"),
+    summary="Sudden jumps in a loss (train or eval): warning, error when it does not recover.",
+):
+    """Finds sudden jumps in any loss-like metric (train or eval), recovered or not.
+
+    **What it finds.** One finding per spike episode: a *warning* when the curve came
+    back to its pre-spike level (however late), an *error* when it never did (the run was
+    damaged: it stays well above where it was before the jump for at least
+    `recovery_points` points after it). An episode with fewer than `recovery_points`
+    points after it (the end of the log) is a warning that says how many there were. A
+    spike judged against fewer than a full window of earlier points (early in the log)
+    says so and is one level less severe. When a run logs a total loss and its terms
+    (`train/loss` or `mean_loss` beside `*_loss` columns), one incident is one finding on
+    the total, naming the terms that spiked with it; a term spiking while the total does
+    not is the optimiser trading terms off and is not reported. A train-loss spike that
+    came back while `eval/loss` did not come back to its best says what eval did.
+
+    **Algorithm.** Per loss-like metric (`names.is_loss_like`), on its finite points:
+
+    1. Log10 space when every value is positive (`stats.log_if_positive`), the usual case
+       for losses. Loss noise is roughly multiplicative (a minibatch's loss varies in
+       proportion to the loss), so in log space one noise scale fits the whole decaying
+       curve, a jump reads as a ratio, and 1e-4..1e4 need no special case. Always-log
+       rather than only-when-spanning-decades: over a short window the two agree to first
+       order, and log keeps the ratio test exact. Curves with zero or negative values stay
+       linear, with jumps measured against the curve's robust level (`stats.level_scale`).
+    2. For each point, its trailing window (the `window` points before it:
+       `window_fraction` of the points clamped to `min_window`..`max_window`; counted in
+       points so it adapts to the logging interval): the pre-spike level is the median of
+       the last 5 points (current, where a whole-window median lags a curve that is still
+       falling, and robust to one earlier outlier); the noise is the MAD of the window's first
+       differences / sqrt 2 (immune to the trend, unlike a MAD about the median, which on
+       a fast-falling eval curve would count the fall as noise). A modified z-score =
+       jump / noise, with the noise floored at the logging resolution (a loss rounded to
+       4 decimals cannot show noise below 1e-4: 0.0003 -> 0.0008 is rounding, not a
+       spike).
+    3. A point is a spike when z >= `z_threshold` AND the jump is at least `min_ratio`
+       times the pre-spike level (linear: (min_ratio - 1) x the level). The ratio test is
+       what keeps a very smooth curve (tiny noise) from turning a harmless wiggle into an
+       enormous z.
+    3b. Absolute size (`loss_scale`): relative tests alone call 1e-8 -> 6e-4 a huge spike.
+       An episode must also undo at least `min_progress_share` of the progress the curve
+       had made, in raw units: peak - level >= share x (reference - level), where the
+       reference is the highest 5-point median the curve held before. And once the curve
+       sits below `near_zero_fraction` of that reference (it has memorised: most batches
+       give ~0 and one hard example gives a jump of orders of magnitude), an episode that
+       came back within `recovery_points` points and stayed below the reference is the
+       loss's own heavy tail: not reported (one whose recovery the log cannot show is
+       info).
+       Both tests measure against the highest level the curve held before, and a
+       start-up transient must not set it: the first logs of a run with a bad initial
+       scale (unnormalised targets, a huge first output) can sit 6-8 decades above
+       everything after them, which makes any later incident look small and the working
+       level look "memorised" (wild3 lightning/012: 8e7-1e8 at steps 0-4, a working level
+       of ~10, then a burst to 2.3e6 at steps 25-30). The transient is the leading points
+       up to the largest fall between two consecutive logs among the first max(5, 10%) of
+       the points, when that fall is at least `startup_fall` (10x) in one log; the
+       reference is then taken after it (`startup_points`). A loss that falls gradually,
+       however far (a run that memorises from 2.3 to 1e-8), has no such fall and keeps its
+       whole descent as the progress a spike must undo. (The level and the noise never
+       came from the start: they are the points just before the spike.)
+    4. Flagged points within `merge_gap` points of each other form one episode
+       (`stats.episodes`); it lasts while the points after it stay above the recovery
+       threshold (below), when the curve then comes back under it: a burst's later points,
+       judged against windows that already hold the burst, are not flagged on their own,
+       and without this the peak and the "came back" step would fall inside the burst.
+       Recovery: the first run of `recovery_points` consecutive points
+       after the episode whose median is back within the threshold of the pre-spike level
+       (below `min_ratio` x it, and within half the z threshold in noise sigmas). Never
+       back: not recovered (error). Jumps flagged before the curve came back are the same
+       incident (a blow-up that keeps climbing) and are folded into the first finding.
+    5. Severity: recovered is a warning, except a single logged point that is back at the
+       very next one: one hard batch, the tail of minibatch noise, reported as info (with
+       Student-t noise of 3-10 degrees of freedom such points reach 1.5-3x and robust z
+       8-40 on healthy runs: tests/detectors/test_healthy_property.py). Not recovered is
+       an error; a rough baseline (fewer than a window of points) lowers either one level.
+
+    Cost: exact statistics for a point need its own window; on series of more than 2,000
+    points `stats.trailing_block_baseline` (O(n)) screens candidates first, and only those
+    are scored exactly. A million points take ~0.2 s.
+
+    **Defaults and why.**
+    - `z_threshold` 8: Iglewicz and Hoaglin's 3.5 labels outliers in one sample; over a
+      log of 10^5 points, heavy-tailed minibatch noise crosses 3.5 many times and 6 now
+      and then (an epoch-level physics-informed loss reached z 6.2 with no incident in a
+      real log). A real spike (a corrupt batch, a bad update) is z 10 and far beyond.
+    - `min_ratio` 1.5: a loss 50% above its level within one logging interval; the
+      routine bumps at epoch boundaries of multi-epoch fine-tunes (5-35% in real logs)
+      stay below it.
+    - `window_fraction` 0.05 (5% of the points), `min_window` 20 .. `max_window` 100:
+      enough differences for a stable noise estimate, short enough to follow the curve.
+    - `min_points` 12, `min_baseline` 8: fewer points give no usable noise estimate (the
+      detector abstains; a sparse eval curve needs 12 evaluations).
+    - `recovery_points` 5: the median of 5 points sheds one noisy point after a spike.
+    - `max_findings_per_metric` 5: a very spiky metric yields its first episode and its
+      largest ones with a count, not a wall of findings.
+    - `min_progress_share` 0.1: a practitioner reads a loss on a linear plot of the whole
+      run; a jump under a tenth of the height the curve has come down is a wiggle there,
+      whatever its ratio.
+    - `near_zero_fraction` 0.05: below 5% of its earlier level a classifier's batch loss
+      is dominated by single misclassified examples (one at p=0.01 in a batch of 16 adds
+      0.29), so one-log jumps to 0.1-0.3 are routine and say nothing about the run.
+    - `startup_fall` 10: minibatch noise and a steep but smooth descent move a loss by
+      less than tenfold between two logs; a start-up transient falls by 10^2-10^6 in one
+      (4.3e6 -> 1.0 in lightning/012).
+
+    **False-positive modes.** Deliberate discontinuities: an LR warm restart (SGDR) can
+    lift the loss by more than half for a while (the lr_schedule detector names the
+    restart, and the two are linked); a change of data mixture or curriculum stage; a
+    loss logged as a running average that resets at epoch starts. Very heavy-tailed
+    per-batch losses (batch size 1, reinforcement learning, adversarial losses): a batch
+    whose loss is 1.5-2x the others is real but may be harmless; such a run shows several
+    recovered spikes. Misses by design: a spike smaller than a tenth of the progress made
+    (a run that trains to 0.01 and jumps to 0.05 is not reported), and a memorised run's
+    one-log jumps, even when a real bad batch caused them; a one-point jump of any size
+    that is back at the next logged point is only info, even when it was a real bad batch
+    (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
+    whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
+    `total_loss` and the like) is reported per term.
+    Start-up transient: a run logged so sparsely that its loss falls tenfold between its
+    first two logs and then memorises has its reference taken after that fall, so its
+    memorised one-log jumps can be reported; a gradual but fast start-up (several logs
+    of 3-5x each) is not a transient, and a burst measured against it can still be
+    missed.
+
+    **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
+    batch with shifted labels made train/loss jump, and it recovered. Silent on
+    `examples/healthy/trainer_state.json`.
+    """
+
+    def detect(self, run: Run, params: SpikesParams) -> list[Finding]:
+        """One finding per spike episode in every loss-like metric; the terms of a total
+        loss are folded into the total's findings."""
+        per_metric = {
+            name: _detect_metric(name, series, run, params)
+            for name, series in run.metrics.items()
+            if is_loss_like(name)
+        }
+        total = loss_scale.total_loss(run)
+        if total is None:
+            return [f for found in per_metric.values() for f in found]
+        return _fold_components(per_metric, total, loss_scale.components(run, total))
+
+
+def _fold_components(
+    per_metric: dict[str, list[Finding]], total: str, terms: list[str]
+) -> list[Finding]:
+    """One incident, one finding, led by the total loss: a term's spike inside a spike of
+    the total (up to where the total came back) is named in the total's finding; a term's
+    spike while the total did not spike is the optimiser trading terms off, not reported."""
+    totals = per_metric.get(total, [])
+    moved: dict[int, list[str]] = {}
+    for term in terms:
+        for f in per_metric.pop(term, []):
+            for i, t in enumerate(totals):
+                reach = t.evidence.get("recovered_at_step", t.step_end)
+                if t.evidence.get("recovered") == "no":
+                    reach = 2**62
+                if f.step_start <= int(reach) and f.step_end >= t.step_start:
+                    if term not in moved.setdefault(i, []):
+                        moved[i].append(term)
+                    break
+    out = [f for name, found in per_metric.items() if name != total for f in found]
+    for i, t in enumerate(totals):
+        names = moved.get(i)
+        if names:
+            t = dataclasses.replace(
+                t,
+                message=t.message + f" Terms of {total} that spiked with it: {', '.join(names)}.",
+                evidence={**t.evidence, "terms_that_spiked": ", ".join(names)},
+            )
+        out.append(t)
+    return out
+
+
+def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) -> list[Finding]:
+    finite = series.finite
+    raw = series.values[finite]
+    n = int(raw.size)
+    if n < max(params.min_points, params.min_baseline + 1):
+        return []
+    values, in_log = stats.log_if_positive(raw)
+    if in_log:
+        min_jump = math.log10(params.min_ratio)
+    else:
+        level = stats.level_scale(raw)
+        if level <= 0:
+            return []
+        min_jump = (params.min_ratio - 1.0) * level
+    window = stats.window_points(n, params.window_fraction, params.min_window, params.max_window)
+    curve = Curve(
+        steps=series.steps[finite],
+        raw=raw,
+        values=values,
+        in_log=in_log,
+        min_jump=min_jump,
+        window=window,
+        ends_nonfinite=not bool(np.isfinite(series.values[-1])),
+    )
+    z, median, sigma = spike_scores(curve, params)
+    found = [
+        judge_episode(curve, z, median, sigma, start, end, params)
+        for start, end in stats.episodes(z >= params.z_threshold, max_gap=params.merge_gap)
+    ]
+    found = [e for e in merge_unrecovered(found) if large_enough(curve, e, params)]
+    if not found:
+        return []
+    return [
+        spike_finding(name, run, curve, e, params, len(found))
+        for e in worth_showing(found, curve, params)
+    ]
+
+
+DETECTOR = SpikesDetector()

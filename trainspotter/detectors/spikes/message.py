@@ -1,0 +1,177 @@
+"""One spike episode as a finding: its message, severity and fixes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trainspotter.detectors import idioms, loss_scale
+from trainspotter.detectors.base import fmt
+from trainspotter.detectors.spikes.params import NAME, SpikesParams
+from trainspotter.detectors.spikes.scoring import RECENT_POINTS, Curve, Episode, is_memorised
+from trainspotter.model import Evidence, Finding, Run, Severity
+from trainspotter.names import is_eval
+
+
+def spike_finding(
+    name: str, run: Run, curve: Curve, ep: Episode, params: SpikesParams, total: int
+) -> Finding:
+    baseline = curve.back(ep.baseline)
+    peak_value = float(curve.raw[ep.peak])
+    ratio = peak_value / baseline if baseline > 0 else float("nan")
+    steps = curve.steps
+    start_step, end_step, peak_step = int(steps[ep.start]), int(steps[ep.end]), int(steps[ep.peak])
+    single = start_step == end_step
+    size = f"{fmt(ratio)}x" if baseline > 0 else f"+{fmt(peak_value - baseline)}"
+    # The noise window holds `window` points, fewer near the start of the log: say so.
+    noise_points = min(ep.start, curve.window)
+    short_baseline = noise_points < curve.window
+    message = (
+        f"{name} jumped from {fmt(baseline)} (median of the {RECENT_POINTS} points before) "
+        f"to {'' if single else 'a peak of '}{fmt(peak_value)} at step {peak_step} ({size}; "
+        f"robust z {fmt(ep.z)} against the noise of the previous {noise_points} points)"
+        + ("" if single else f", over steps {start_step}-{end_step}")
+        + ". "
+    )
+    if short_baseline:
+        message += (
+            f"Only {noise_points} points precede it (a full baseline is {curve.window}), so "
+            "the noise estimate is rough. "
+        )
+    level_after = curve.back(ep.level_after) if math.isfinite(ep.level_after) else math.nan
+    evidence: Evidence = {
+        "level_before": baseline,
+        "peak_value": peak_value,
+        "peak_step": peak_step,
+        "ratio_to_baseline": ratio,
+        "robust_z": ep.z,
+        "window_points": curve.window,
+        "points_in_episode": ep.end - ep.start + 1,
+        "spike_episodes_in_metric": total,
+    }
+    points_after = int(curve.values.size - 1 - ep.end)
+    evidence["points_after_episode"] = points_after
+    if ep.recovered is None:
+        # Once the curve has memorised, an unjudged jump is as likely one hard batch.
+        memorised = is_memorised(curve, ep, params)
+        severity, recovery = (Severity.INFO if memorised else Severity.WARNING), "unknown"
+        message += (
+            f"The log ends {points_after} logged point{'s' if points_after != 1 else ''} after "
+            f"it, fewer than the {params.recovery_points} needed to judge recovery"
+            + (f" (their median is {fmt(level_after)})." if math.isfinite(level_after) else ".")
+        )
+    elif ep.recovered:
+        severity, recovery = Severity.WARNING, "yes"
+        back_step = int(steps[ep.back_at]) if ep.back_at is not None else end_step
+        message += (
+            f"It came back: from step {back_step} the median of the next "
+            f"{params.recovery_points} points is {fmt(level_after)}."
+        )
+        if single and ep.back_at is not None and ep.back_at <= ep.end + 1:
+            # One logged point, back at the very next one: one hard batch, the usual tail
+            # of minibatch noise, not an incident a practitioner acts on.
+            severity = Severity.INFO
+            message += " One logged point, back at the next: most likely one hard batch."
+
+        evidence["recovered_at_step"] = back_step
+    else:
+        severity, recovery = Severity.ERROR, "no"
+        if not math.isfinite(level_after):
+            message += "It did not recover: the metric is non-finite from then on."
+        else:
+            message += f"It did not recover: it ends at a median of {fmt(level_after)}"
+            message += (
+                f", {fmt(level_after / baseline)}x the level before." if baseline > 0 else "."
+            )
+    if short_baseline:
+        # Severity follows evidence: a rough noise estimate lowers it one level.
+        severity = Severity(max(int(Severity.INFO), int(severity) - 1))
+    if ep.absorbed:
+        later = "before coming back" if ep.recovered else "after that"
+        times = "once more" if ep.absorbed == 1 else f"{ep.absorbed} more times"
+        message += f" It jumped {times} {later}: counted in this finding."
+        evidence["further_jumps"] = ep.absorbed
+    evidence["recovered"] = recovery
+    if math.isfinite(level_after):
+        evidence["level_after"] = level_after
+    if total > params.max_findings_per_metric:
+        message += (
+            f" One of {total} spike episodes in {name}: the first and the largest are reported."
+        )
+    lr_value = _lr_at(run, start_step)
+    if lr_value is not None:
+        evidence["lr_at_spike"] = lr_value
+    # The step a reader looks for: the peak, named as such when the episode spans more.
+    at = (
+        f"at step {peak_step}"
+        if single
+        else f"at steps {start_step}-{end_step} (peak at step {peak_step})"
+    )
+    eval_note = None
+    if recovery == "yes" and not is_eval(name):
+        eval_note = loss_scale.eval_after(run, start_step, int(evidence["recovered_at_step"]))
+    if eval_note:
+        message += f" {eval_note}"
+        evidence["eval_recovered"] = "no"
+    outcome = {
+        "yes": "and came back (eval/loss did not)" if eval_note else "and recovered",
+        "no": "and did not recover",
+        "unknown": "too close to the end of the log to judge recovery",
+    }[recovery]
+    title = f"{name} spiked {at} {outcome}"
+    return Finding(
+        detector=NAME,
+        title=title,
+        severity=severity,
+        metric=name,
+        step_start=start_step,
+        step_end=end_step,
+        message=message,
+        evidence=evidence,
+        fixes=_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
+    )
+
+
+def _lr_at(run: Run, step: int) -> float | None:
+    lr = run.metrics.get("lr")
+    if lr is None or len(lr) == 0:
+        return None
+    i = int(np.searchsorted(lr.steps, step, side="right")) - 1
+    if i < 0:
+        return None
+    value = float(lr.values[i])
+    return value if math.isfinite(value) else None
+
+
+def _fixes(
+    name: str, step: int, severity: Severity, first_logged: int, run: Run
+) -> tuple[str, ...]:
+    if is_eval(name):
+        return (
+            f"Check the evaluation at step {step}: a changed or reshuffled eval set, a "
+            "different eval batch size, or a model left in train mode (dropout, batch-norm "
+            "statistics) moves the eval loss without the model changing.",
+            "If train loss spiked at the same step, fix that first: the eval spike follows it.",
+            "Keep the checkpoint from before the spike if the eval loss stayed high.",
+        )
+    fixes = [
+        "Lower the peak learning rate (by 2-3x) or lengthen the warmup.",
+        f"{idioms.clipping_fix(run)}.",
+        f"Inspect the batches around step {step}: a corrupt, mislabelled or extremely long "
+        "sample often causes a one-off jump.",
+        "With Adam, raise eps (1e-8 -> 1e-6) or lower beta2 (0.999 -> 0.95) to damp update spikes.",
+    ]
+    if severity is Severity.ERROR:
+        # No checkpoint precedes the first logged step: then the advice is a fresh start.
+        where = (
+            f"the last checkpoint before step {step}"
+            if step > first_logged
+            else "scratch (the trouble is there from the first logged step)"
+        )
+        fixes.insert(
+            0,
+            f"Restart from {where} with a 2-10x lower learning rate (and skip the offending "
+            "batches).",
+        )
+    return tuple(fixes)

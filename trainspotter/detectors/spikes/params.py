@@ -1,0 +1,54 @@
+"""The spikes detector's id and parameters (read by every part of the subpackage)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from trainspotter.detectors.base import Above
+
+NAME = "spikes"
+
+
+@dataclass(frozen=True)
+class SpikesParams:
+    """Parameters of the spikes detector (defaults explained in `SpikesDetector`)."""
+
+    z_threshold: float = 8.0
+    """Minimum modified z-score of the jump (noise from the trailing window)."""
+    min_ratio: Annotated[
+        float,
+        Above(
+            1,
+            True,
+            "the smallest jump that counts is log10(min_ratio): undefined at <= 0, and at <= 1 "
+            "no rise is needed and the noise floor (1% of that jump) is gone",
+        ),
+    ] = 1.5
+    """Minimum size of the jump relative to the level just before it (a ratio)."""
+    window_fraction: float = 0.05
+    """Trailing baseline window as a fraction of the metric's logged points..."""
+    min_window: int = 20
+    """...but at least this many points..."""
+    max_window: int = 100
+    """...and at most this many."""
+    min_points: int = 12
+    """Abstain on a metric with fewer finite points than this."""
+    min_baseline: int = 8
+    """A point needs this many finite points before it to be judged at all."""
+    merge_gap: int = 2
+    """Flagged points separated by at most this many unflagged points are one episode."""
+    recovery_points: int = 5
+    """The level after an episode is the median of this many points after it."""
+    max_findings_per_metric: int = 5
+    """Report at most this many episodes per metric (the largest); the rest are counted."""
+    min_progress_share: float = 0.1
+    """A spike must undo at least this share of the progress the curve had made (from
+    the highest level it held before down to the pre-spike level), in raw units."""
+    near_zero_fraction: float = 0.05
+    """Below this fraction of its highest earlier level a positive curve has memorised:
+    a jump that comes back within `recovery_points` points there is not an incident
+    unless it climbs above that earlier level."""
+    startup_fall: float = 10.0
+    """A fall of at least this ratio between two consecutive logs among a log's first
+    points ends a start-up transient, which the progress and memorised tests then skip."""

@@ -1,0 +1,264 @@
+"""Spike scoring over one curve: each point's jump against its trailing window, the
+episodes those jumps form, whether the curve came back, and whether an episode is large
+enough in absolute terms to be an incident."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainspotter.detectors import loss_scale, stats
+from trainspotter.detectors.spikes.params import SpikesParams
+from trainspotter.model import FloatArray, IntArray
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One metric prepared for spike scoring (all arrays over its finite points)."""
+
+    steps: IntArray
+    raw: FloatArray
+    values: FloatArray
+    """log10(raw) when `in_log`, else raw."""
+    in_log: bool
+    min_jump: float
+    """The smallest jump that counts, in `values` units."""
+    window: int
+    ends_nonfinite: bool
+    """The metric's last logged value is NaN/Inf (it never came back)."""
+
+    def back(self, v: float) -> float:
+        """A `values`-space number in the metric's own units."""
+        return float(10.0**v) if self.in_log else v
+
+
+@dataclass(frozen=True)
+class Episode:
+    start: int
+    end: int
+    peak: int
+    baseline: float
+    """Pre-spike level, in `values` units."""
+    z: float
+    recovered: bool | None
+    level_after: float
+    """In `values` units: where the curve came back to, or where it stayed; NaN when
+    there is nothing after the episode."""
+    back_at: int | None
+    """Index where the recovered level starts (None if it did not come back)."""
+    absorbed: int = 0
+    """Later flagged episodes that happened before the curve came back (one incident)."""
+
+
+def is_memorised(curve: Curve, ep: Episode, params: SpikesParams) -> bool:
+    """The curve sat below `near_zero_fraction` of its highest earlier level, and the
+    jump stayed below that level."""
+    level = curve.back(ep.baseline)
+    reference = _reference(curve, ep.start, params)
+    return (
+        loss_scale.near_zero(level, reference, params.near_zero_fraction)
+        and float(curve.raw[ep.peak]) < reference
+    )
+
+
+def large_enough(curve: Curve, ep: Episode, params: SpikesParams) -> bool:
+    """The absolute sense of a spike (`loss_scale`): it undoes at least
+    `min_progress_share` of the progress made, and, once the curve has memorised (below
+    `near_zero_fraction` of its highest earlier level), it either climbs above that
+    earlier level or does not come back within `recovery_points` points."""
+    level = curve.back(ep.baseline)
+    peak = float(curve.raw[ep.peak])
+    reference = _reference(curve, ep.start, params)
+    if not loss_scale.undoes_progress(peak, level, reference, params.min_progress_share):
+        return False
+    if is_memorised(curve, ep, params):
+        came_back_soon = ep.back_at is not None and ep.back_at - ep.end <= params.recovery_points
+        return not came_back_soon
+    return True
+
+
+def startup_points(raw: FloatArray, fall: float) -> int:
+    """How many leading points are a start-up transient: those before the largest fall
+    between two consecutive logs among the first max(5, 10%) points, when that fall is at
+    least `fall` x (a bad initial scale the first update fixes); 0 otherwise."""
+    head = raw[: max(5, raw.size // 10) + 1]
+    if head.size < 2 or not bool(np.all(head > 0)):
+        return 0
+    ratios = head[:-1] / head[1:]
+    i = int(np.argmax(ratios))
+    return i + 1 if float(ratios[i]) >= fall else 0
+
+
+def _reference(curve: Curve, upto: int, params: SpikesParams) -> float:
+    """The highest level the curve held before index `upto` (`loss_scale.reference_level`),
+    after its start-up transient when it had one and enough points follow it."""
+    skip = startup_points(curve.raw, params.startup_fall) if curve.in_log else 0
+    if skip and upto - skip >= loss_scale.REFERENCE_POINTS:
+        return loss_scale.reference_level(curve.raw[skip:], upto - skip)
+    return loss_scale.reference_level(curve.raw, upto)
+
+
+def merge_unrecovered(found: list[Episode]) -> list[Episode]:
+    """Episodes flagged before the curve came back from an earlier one (a blow-up that
+    keeps climbing jumps again and again) belong to that earlier incident."""
+    merged: list[Episode] = []
+    blocked_until = -1
+    for episode in found:
+        if merged and episode.start <= blocked_until:
+            merged[-1] = dataclasses.replace(merged[-1], absorbed=merged[-1].absorbed + 1)
+            continue
+        merged.append(episode)
+        if episode.recovered is False:
+            blocked_until = 2**62
+        elif episode.back_at is not None:
+            blocked_until = episode.back_at - 1
+    return merged
+
+
+def worth_showing(found: list[Episode], curve: Curve, params: SpikesParams) -> list[Episode]:
+    """The first episode (the onset matters most for finding a cause) and then the largest
+    jumps, up to `max_findings_per_metric`, in step order."""
+    if len(found) <= params.max_findings_per_metric:
+        return found
+    by_size = sorted(found[1:], key=lambda e: curve.values[e.peak] - e.baseline, reverse=True)
+    keep = [found[0], *by_size[: params.max_findings_per_metric - 1]]
+    return sorted(keep, key=lambda e: e.start)
+
+
+def spike_scores(curve: Curve, params: SpikesParams) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Modified z-scores, pre-spike levels and noise sigmas of the candidate points (NaN
+    elsewhere).
+
+    Exact statistics of each point's own trailing window (the `window` points before it):
+    the level before the point is the median of its last `RECENT_POINTS`, and the noise
+    is measured on the window's first differences (MAD of the differences / sqrt 2, as
+    `stats.noise_scale` does), so a curve's own trend is not counted as noise. Exact
+    statistics for every point of a million-point log would cost seconds, so above
+    `_SCREEN_ABOVE` points `stats.trailing_block_baseline` screens first (half the minimum
+    jump and a quarter of the z threshold against a block-median baseline), and only the
+    candidates get the exact statistics, in chunks so memory stays bounded.
+
+    The sigma is floored at the logging resolution (a loss written with 4 decimals cannot
+    show noise below 1e-4, so 0.0003 -> 0.0008 is five rounding steps, not a z of
+    thousands) and at a small fraction of the smallest jump that counts, so a perfectly
+    flat stretch gives a large but finite z.
+    """
+    values, window = curve.values, curve.window
+    n = values.size
+    z = np.full(n, np.nan)
+    median = np.full(n, np.nan)
+    sigma = np.full(n, np.nan)
+    floor = 0.01 * curve.min_jump
+    if n <= _SCREEN_ABOVE:
+        candidate = np.ones(n, dtype=bool)
+    else:
+        rough_median, rough_sigma = stats.trailing_block_baseline(values, window)
+        rough_jump = values - rough_median
+        with np.errstate(invalid="ignore"):
+            candidate = (rough_jump >= 0.5 * curve.min_jump) & ~(
+                rough_jump < 0.25 * params.z_threshold * np.maximum(rough_sigma, floor)
+            )
+    candidate[: params.min_baseline] = False
+    idx = np.flatnonzero(candidate)
+    if idx.size == 0:
+        return z, median, sigma
+    padded = np.concatenate((np.full(window, np.nan), values))
+    # Row i of `windows` holds values[i - window : i] (NaN before the first point).
+    windows = np.lib.stride_tricks.sliding_window_view(padded, window)
+    quantum = _resolution(curve.raw)
+    for chunk in np.array_split(idx, max(1, idx.size // _CHUNK_ROWS)):
+        rows = windows[chunk]
+        enough = np.count_nonzero(np.isfinite(rows), axis=1) >= 3
+        chunk, rows = chunk[enough], rows[enough]
+        if chunk.size == 0:
+            continue
+        # The level just before the point: on a decaying or climbing curve the median of
+        # the whole window lags behind; the last few points do not.
+        centre = np.nanmedian(rows[:, -RECENT_POINTS:], axis=1)
+        diffs = np.diff(rows, axis=1)
+        mid = np.nanmedian(diffs, axis=1)
+        noise = np.nanmedian(np.abs(diffs - mid[:, None]), axis=1)
+        noise *= stats.MAD_TO_SIGMA / math.sqrt(2.0)
+        if curve.in_log:
+            resolution = np.log10(1.0 + quantum / np.power(10.0, centre))
+        else:
+            resolution = np.full(chunk.size, quantum)
+        sig = np.maximum(np.maximum(noise, resolution), floor)
+        jump = values[chunk] - centre
+        z[chunk] = np.where(jump >= curve.min_jump, jump / sig, np.nan)
+        median[chunk] = centre
+        sigma[chunk] = sig
+    return z, median, sigma
+
+
+_SCREEN_ABOVE = 2_000
+"""Series longer than this are screened with the block baseline before exact scoring."""
+
+RECENT_POINTS = 5
+"""The pre-spike level is the median of this many points just before the point: robust to
+one earlier outlier, and current (no lag) on a curve that is still falling or rising."""
+
+_CHUNK_ROWS = 20_000
+"""Candidates scored per batch: bounds the temporary window copies to a few MB."""
+
+
+def _resolution(raw: FloatArray) -> float:
+    """The logging resolution: the smallest gap between distinct logged values (1e-4 for a
+    loss rounded to 4 decimals; negligible for full-precision floats)."""
+    distinct = np.unique(raw)
+    if distinct.size < 2:
+        return 0.0
+    return float(np.min(np.diff(distinct)))
+
+
+def judge_episode(
+    curve: Curve,
+    z: FloatArray,
+    median: FloatArray,
+    sigma: FloatArray,
+    start: int,
+    end: int,
+    params: SpikesParams,
+) -> Episode:
+    """Peak, baseline and recovery of one episode.
+
+    Recovered means the curve came back, however late: some `recovery_points` consecutive
+    points after the episode have a median within the threshold of the pre-spike level
+    (`min_ratio`, and half the z threshold in baseline sigmas). `back_at` is the first
+    point of that stretch.
+    """
+    values = curve.values
+    baseline, base_sigma = float(median[start]), float(sigma[start])
+    threshold = max(curve.min_jump, 0.5 * params.z_threshold * base_sigma)
+    # Points are flagged where a jump is new against their own trailing window, so a
+    # burst's later points (judged against a window that already holds the burst) may go
+    # unflagged: the episode lasts while the points after it stay above the recovery
+    # threshold, when the curve then comes back below it (not when it stays up to the end).
+    last = end
+    while last + 1 < values.size and values[last + 1] - baseline >= threshold:
+        last += 1
+    if last + 1 < values.size:
+        end = last
+    peak = start + int(np.argmax(values[start : end + 1]))
+    after = values[end + 1 :]
+    width = min(params.recovery_points, after.size)
+    peak_z = float(np.nanmax(z[start : end + 1]))
+    if width >= 3:
+        # Median of each run of `width` consecutive points after the episode.
+        runs = stats.rolling_median(after, width)[width - 1 :]
+        back = np.flatnonzero(runs - baseline < threshold)
+        if back.size:
+            i = int(back[0])
+            return Episode(start, end, peak, baseline, peak_z, True, float(runs[i]), end + 1 + i)
+        # "Did not recover" needs a full `recovery_points` after the episode; fewer (the
+        # episode is near the end of the log) leave it open.
+        verdict = False if after.size >= params.recovery_points else None
+        return Episode(start, end, peak, baseline, peak_z, verdict, float(runs[-1]), None)
+    # Fewer than 3 points after the episode: recovery cannot be judged (unless the metric
+    # ends non-finite: then it never came back).
+    ended = False if curve.ends_nonfinite else None
+    level = float(np.median(after)) if after.size else float("nan")
+    return Episode(start, end, peak, baseline, peak_z, ended, level, None)
