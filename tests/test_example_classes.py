@@ -483,6 +483,30 @@ def test_throughput_onset_is_within_one_logging_interval(run: str, file: str) ->
     assert abs(onset - int(pathology["first_step"])) <= interval, (onset, pathology)
 
 
+# --- train-side trust: a start-up transient does not hide what comes after it ---------------
+
+
+def test_a_burst_after_a_steep_start_up_is_a_spike_measured_against_the_working_level() -> None:
+    """lightning_burst_after_startup: the loss falls 2-5x per log from ~2.6e5 to ~25, then
+    the batches of steps 30-34 carry mis-calibrated targets and it bursts to ~100x."""
+    path = log_of("lightning_burst_after_startup")
+    truth = EXPECTED["lightning_burst_after_startup"]["pathologies"][0]
+    rows = dict(csv_column(path, "train_loss"))
+    finding = only(loud(path), "spikes", "train/loss")
+    assert finding.severity == Severity.WARNING
+    lo, hi = truth["step_range"]
+    assert lo <= finding.step_start <= finding.step_end <= hi
+    assert finding.evidence["peak_step"] == truth["step"]
+    assert finding.evidence["peak_value"] == pytest.approx(rows[truth["step"]], rel=1e-6)
+    # The level before is the raw median of the 5 logged points before the burst, the
+    # working level (not the start-up's ~1e5).
+    before = statistics.median(rows[s] for s in range(lo - 5, lo))
+    assert finding.evidence["level_before"] == pytest.approx(before, rel=1e-6)
+    assert f"jumped from {before:.4g} (median of the 5 points before)" in finding.message
+    # Nothing after the burst: ordinary batch noise at the working level.
+    assert not [f for f in loud(path) if f.detector == "spikes" and f.step_start > hi]
+
+
 # --- healthy examples are silent in every report format -------------------------------------
 
 

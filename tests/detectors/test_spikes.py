@@ -256,12 +256,20 @@ def test_a_burst_after_a_start_up_blow_up_is_found_whole() -> None:
     assert f.severity is Severity.WARNING and "at step 29" in f.message
 
 
-def test_startup_transient_is_a_tenfold_fall_in_one_log() -> None:
+def test_startup_transient_is_a_tenfold_fall_in_one_log_or_a_steep_stretch() -> None:
     assert startup_points(np.array([8e7, 1e8, 3e7, 3e5, 4e6, 1.0, 3.4, 17.0, 36.0]), 10) == 5
-    # A steep but gradual descent (2-5x per log) and a memorising run are no transient.
-    gradual = np.array([2.9e5, 1.1e5, 6.1e4, 1.3e4, 1.0e4, 2.4e3, 2.3e3, 4.6e2, 85, 42, 25])
-    assert startup_points(gradual, 10) == 0
+    # A steep descent of 2-5x per log, to a working level the rest of the log holds: its
+    # leading points ten times above the log's median (the first 8) are the transient.
+    rng = np.random.default_rng(0)
+    steep = np.array([2.9e5, 1.1e5, 6.1e4, 1.3e4, 1.0e4, 2.4e3, 2.3e3, 4.6e2, 85, 42, 25])
+    steep = np.concatenate((steep, 25 * np.exp(rng.normal(0, 0.3, 40))))
+    assert startup_points(steep, 10) == 8
+    # A memorising run falls a few percent per log: no transient, however far it falls.
     assert startup_points(2.3 * np.exp(-np.arange(200) / 10.0), 10) == 0
+    memorising = np.maximum(2.3 * np.exp(-np.arange(2000) / 60.0), 1e-4)
+    assert startup_points(memorising * np.exp(rng.normal(0, 0.2, 2000)), 10) == 0
+    # A steady 1.5x per log all through the log is a descent, not a start-up.
+    assert startup_points(np.geomspace(1e5, 1.0, 30), 10) == 0
 
 
 def test_a_memorised_runs_jumps_stay_out_with_the_start_up_rule() -> None:

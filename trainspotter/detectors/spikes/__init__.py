@@ -91,13 +91,18 @@ class SpikesDetector(
        scale (unnormalised targets, a huge first output) can sit 6-8 decades above
        everything after them, which makes any later incident look small and the working
        level look "memorised" (wild3 lightning/012: 8e7-1e8 at steps 0-4, a working level
-       of ~10, then a burst to 2.3e6 at steps 25-30). The transient is the leading points
-       up to the largest fall between two consecutive logs among the first max(5, 10%) of
-       the points, when that fall is at least `startup_fall` (10x) in one log; the
+       of ~10, then a burst to 2.3e6 at steps 25-30). The transient is either the leading
+       points up to the largest fall between two consecutive logs among the first
+       max(5, 10%) of the points, when that fall is at least `startup_fall` (10x) in one
+       log, or a steep stretch: the leading points at least `startup_fall` x above the
+       log's median (its working level), when they fall on average at least 2x per log
+       (`STARTUP_RATE`) down to the first point under that bound
+       (`lightning_burst_after_startup`: 2.6e5 -> 85 in 8 logs of 1.2-5.5x each). The
        reference is then taken after it (`startup_points`). A loss that falls gradually,
-       however far (a run that memorises from 2.3 to 1e-8), has no such fall and keeps its
-       whole descent as the progress a spike must undo. (The level and the noise never
-       came from the start: they are the points just before the spike.)
+       however far (a run that memorises from 2.3 to 1e-8 over hundreds of logs, a few
+       percent per log), has neither and keeps its whole descent as the progress a spike
+       must undo. (The level and the noise never came from the start: they are the points
+       just before the spike.)
     4. Flagged points within `merge_gap` points of each other form one episode
        (`stats.episodes`); it lasts while the points after it stay above the recovery
        threshold (below), when the curve then comes back under it: a burst's later points,
@@ -156,11 +161,12 @@ class SpikesDetector(
     (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
     whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
     `total_loss` and the like) is reported per term.
-    Start-up transient: a run logged so sparsely that its loss falls tenfold between its
-    first two logs and then memorises has its reference taken after that fall, so its
-    memorised one-log jumps can be reported; a gradual but fast start-up (several logs
-    of 3-5x each) is not a transient, and a burst measured against it can still be
-    missed.
+    Start-up transient: a run logged so sparsely that its loss falls tenfold between two
+    of its first logs, or halves at every log for its first few, and then memorises has
+    its reference taken after that fall, so its memorised jumps that last a few logs can
+    be reported (one-log jumps back at the next log stay info); a start-up slower than 2x
+    per log, or one that spans half the log, is not a transient, and a burst measured
+    against it can still be missed.
 
     **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
     batch with shifted labels made train/loss jump, and it recovered. Silent on

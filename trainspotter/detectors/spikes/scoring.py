@@ -80,16 +80,37 @@ def large_enough(curve: Curve, ep: Episode, params: SpikesParams) -> bool:
     return True
 
 
+STARTUP_RATE = 2.0
+"""A leading stretch that falls on average at least this factor per log (and ends at least
+`startup_fall` x above the log's median level) is a start-up transient, however gradual
+each log's fall (`startup_points`)."""
+
+
 def startup_points(raw: FloatArray, fall: float) -> int:
-    """How many leading points are a start-up transient: those before the largest fall
-    between two consecutive logs among the first max(5, 10%) points, when that fall is at
-    least `fall` x (a bad initial scale the first update fixes); 0 otherwise."""
-    head = raw[: max(5, raw.size // 10) + 1]
-    if head.size < 2 or not bool(np.all(head > 0)):
+    """How many leading points are a start-up transient (a bad initial scale the first
+    updates fix), 0 when there is none. Either rule marks one:
+
+    - one log: the points before the largest fall between two consecutive logs among the
+      first max(5, 10%) points, when that fall is at least `fall` x;
+    - a steep stretch: the leading points at least `fall` x above the log's median level
+      (its working level: a burst or a start-up shorter than half the log does not move
+      it), when they fall on average at least `STARTUP_RATE` x per log down to the first
+      point below that bound (256,337 -> 85 in 8 logs: 2.7x per log; a loss learning by
+      gradual descent, 2.3 -> 1e-4 over hundreds of logs, falls a few percent per log).
+    """
+    if raw.size < 2 or not bool(np.all(raw > 0)):
         return 0
+    head = raw[: max(5, raw.size // 10) + 1]
     ratios = head[:-1] / head[1:]
     i = int(np.argmax(ratios))
-    return i + 1 if float(ratios[i]) >= fall else 0
+    if float(ratios[i]) >= fall:
+        return i + 1
+    high = raw >= fall * float(np.median(raw))
+    k = raw.size if bool(np.all(high)) else int(np.argmin(high))
+    if k == 0 or k >= raw.size:
+        return 0
+    per_log = math.log10(float(np.max(raw[:k])) / float(raw[k])) / k
+    return k if per_log >= math.log10(STARTUP_RATE) else 0
 
 
 def _reference(curve: Curve, upto: int, params: SpikesParams) -> float:
