@@ -507,6 +507,46 @@ def test_a_burst_after_a_steep_start_up_is_a_spike_measured_against_the_working_
     assert not [f for f in loud(path) if f.detector == "spikes" and f.step_start > hi]
 
 
+def test_a_noisy_per_step_loss_that_never_falls_is_not_learning() -> None:
+    """lightning_noisy_not_learning: Adam at LR 1e-7, train_loss logged on_step and
+    on_epoch every 50 steps (Lightning's default): 36 per-batch losses scattered ~15%
+    around a level that does not fall. Its 5-point smoothed minimum dips more than 10%
+    below the start by chance; that is the smoothed curve's noise, not learning."""
+    path = log_of("lightning_noisy_not_learning")
+    truth = EXPECTED["lightning_noisy_not_learning"]["pathologies"][0]
+    rows = csv_column(path, "train_loss_step")
+    finding = only(loud(path), "plateau", "train/loss")
+    assert finding.severity == Severity.WARNING and "not learning" in finding.title
+    assert (finding.step_start, finding.step_end) == (rows[0][0], rows[-1][0])
+    assert (finding.step_start, finding.step_end) == tuple(truth["step_range"])
+    # The raw first and last per-step values, at their steps.
+    (first_step, first), (last_step, last) = rows[0], rows[-1]
+    assert f"was {first:.4g} at step {first_step} and {last:.4g} at step {last_step}" in (
+        finding.message
+    )
+    # The dip below the start is named as noise, with the scatter it is judged against.
+    assert "no more than the smoothed curve's own noise explains" in finding.message
+    assert "never 10% below where it started" not in finding.message
+
+
+def test_a_token_accuracy_in_a_tiny_band_far_below_its_ceiling_is_stuck() -> None:
+    """lightning_lm_lr_too_small: a character LM whose weights hardly move; its token
+    accuracy, counted over the whole validation text, stays in a narrow band far below 1."""
+    path = log_of("lightning_lm_lr_too_small")
+    truth = EXPECTED["lightning_lm_lr_too_small"]["pathologies"][0]
+    rows = csv_column(path, "val_token_accuracy")
+    values = [v for _, v in rows]
+    finding = only(loud(path), "plateau", "val_token_accuracy")
+    assert finding.severity == Severity.WARNING and "stuck near" in finding.title
+    assert (finding.step_start, finding.step_end) == (rows[0][0], rows[-1][0])
+    assert len(rows) == truth["evaluations"]
+    assert finding.evidence["band_low"] == pytest.approx(min(values), rel=1e-6)
+    assert finding.evidence["band_high"] == pytest.approx(max(values), rel=1e-6)
+    assert truth["token_accuracy_min"] == pytest.approx(min(values), rel=1e-5)
+    assert f"between {min(values):.6g} and {max(values):.6g}" in finding.message
+    assert f"at all {len(rows)} logged points" in finding.message
+
+
 # --- healthy examples are silent in every report format -------------------------------------
 
 

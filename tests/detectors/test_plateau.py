@@ -280,3 +280,61 @@ def test_a_frozen_loss_under_an_annealed_lr_or_near_zero_is_not_a_collapse() -> 
     assert not [
         f for f in _detect(make_run({"train/loss": (steps, memorised)})) if "collapsed" in f.title
     ]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_noisy_flat_per_step_loss_on_few_points_is_not_learning(seed: int) -> None:
+    """50 per-batch losses (Lightning's default log_every_n_steps=50) scattered 18% around
+    a level that does not move: the 5-point smoothed minimum dips ~20% below the start by
+    chance, which is the smoothed curve's noise, not a fall."""
+    steps = np.arange(49, 2500, 50)
+    loss = 2.3 * np.exp(np.random.default_rng(seed).normal(0, 0.18, steps.size))
+    (f,) = _loud(make_run({"train/loss": (steps, loss)}))
+    assert "not learning" in f.title and f.severity is Severity.WARNING
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_noisy_per_step_loss_that_falls_is_learning(seed: int) -> None:
+    """The same scatter around a loss that falls 2.3 -> 1.6 (30%) over the run."""
+    steps = np.arange(49, 2500, 50)
+    level = 2.3 - 0.7 * steps / steps[-1]
+    loss = level * np.exp(np.random.default_rng(seed).normal(0, 0.18, steps.size))
+    assert not [f for f in _loud(make_run({"train/loss": (steps, loss)})) if "not" in f.title]
+
+
+def _band_run(values: np.ndarray, name: str = "eval/token_accuracy") -> Run:
+    steps = np.arange(1, values.size + 1) * 100
+    return make_run({name: (steps, values)})
+
+
+def test_an_accuracy_in_a_tiny_band_far_below_its_ceiling_is_stuck() -> None:
+    """Token accuracy 0.066 +- 0.0005 at all 24 evaluations (a resolution of 1/8,000)."""
+    counts = 528 + np.random.default_rng(0).integers(-4, 5, 24)
+    (f,) = _loud(_band_run(counts / 8000.0))
+    assert "stuck near" in f.title and f.severity is Severity.WARNING
+    assert f.evidence["resolution"] == pytest.approx(1 / 8000)
+    assert "at all 24 logged points" in f.message and "had to rise" in f.message
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # Converged near the ceiling: a tiny band, but nothing left to gain.
+        0.981 + np.random.default_rng(1).integers(0, 3, 24) / 1000.0,
+        # Rising: learning, however slowly at first.
+        np.linspace(0.066, 0.2, 24),
+        # Eval-set noise of a model that is learning: wider than 2% of the room.
+        0.3 + np.random.default_rng(2).normal(0, 0.02, 24),
+        # Too few evaluations to call a band.
+        np.array([0.066, 0.0661, 0.0659, 0.066, 0.0662]),
+    ],
+)
+def test_a_band_that_is_not_stuck(values: np.ndarray) -> None:
+    assert not [f for f in _loud(_band_run(values)) if "stuck" in f.title]
+
+
+def test_a_band_in_percent_and_a_loss_band() -> None:
+    counts = 528 + np.random.default_rng(3).integers(-4, 5, 20)
+    assert _loud(_band_run(100 * counts / 8000.0, "eval/accuracy"))
+    # Not accuracy-like (a loss): the band rule does not apply (the loss verdicts do).
+    assert not [f for f in _detect(_band_run(counts / 8000.0, "eval/loss")) if "near" in f.title]

@@ -1,6 +1,8 @@
 """The plateau detector's constant-value checks: a loss or eval metric that repeats one
-exact value (a dead model, or a metric not computed from the model's output), and a loss
-that fell and then froze to 4+ significant digits (a model collapsed to a constant output).
+exact value (a dead model, or a metric not computed from the model's output), an
+accuracy-like eval metric that stays inside a band far narrower than the room it had to
+rise (a model whose predictions hardly change), and a loss that fell and then froze to 4+
+significant digits (a model collapsed to a constant output).
 
 A separate module because they share nothing with the flat-tail judgement but the detector
 id: the stuck check needs 3 points, not 12, and both read repeats, not smoothed levels.
@@ -15,7 +17,7 @@ import numpy as np
 from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import fmt
-from trainspotter.detectors.eval_noise import higher_is_better
+from trainspotter.detectors.eval_noise import distance_to_ideal, higher_is_better
 from trainspotter.model import Evidence, Finding, FloatArray, Severity
 
 MIN_DIGITS = 3
@@ -153,6 +155,102 @@ def stuck_finding(
             "constant_since_step": since,
         },
         fixes=fixes,
+    )
+
+
+BAND_MIN_POINTS = 8
+"""A band needs this many evaluations (the trend test's minimum): fewer are not a run."""
+BAND_FRACTION = 0.02
+"""Every value within this fraction of the metric's distance to its ceiling..."""
+BAND_LEVEL_FRACTION = 0.5
+"""...at a median level at most this fraction of the ceiling (far from it)."""
+
+
+def _ceiling(metric: str, y: FloatArray) -> float | None:
+    """1 or 100 for a bounded accuracy-like metric (`eval_noise.distance_to_ideal`), None
+    when the scale is ambiguous: values just above 1 with a median under 1 are a fraction
+    gone wrong (an F1 of 1.06) as often as a percentage under 1%."""
+    room, _ = distance_to_ideal(metric, y)
+    median = float(np.median(y))
+    top = next((c for c in (1.0, 100.0) if np.isclose(median + room, c)), None)
+    return None if top == 100.0 and median < 1.0 else top
+
+
+def _steps_text(count: float) -> str:
+    return "1 step" if round(count) == 1 else f"{count:.0f} steps"
+
+
+def band_finding(detector: str, metric: str, x: FloatArray, y: FloatArray) -> Finding | None:
+    """A warning when a bounded accuracy-like eval metric stays, at every one of its
+    `BAND_MIN_POINTS` or more points, inside a band no wider than `BAND_FRACTION` of its
+    distance to its ceiling, at a median no higher than `BAND_LEVEL_FRACTION` of it.
+
+    Exact repeats are `stuck_finding`'s (a band needs two distinct values). The band is
+    compared with the room the metric had to rise, not with its level: token accuracy
+    0.0657-0.0667 used 0.1% of the 0.93 it could gain. Its width is also stated in the
+    metric's resolution (the smallest step between its logged values: 1 / eval-set size
+    for an accuracy), which is how many examples changed their verdict."""
+    if higher_is_better(metric) is not True or y.size < BAND_MIN_POINTS:
+        return None
+    low, high = float(y.min()), float(y.max())
+    ceiling = _ceiling(metric, y)
+    if high == low or ceiling is None:
+        return None
+    level = float(np.median(y))
+    band = high - low
+    if level > BAND_LEVEL_FRACTION * ceiling or band > BAND_FRACTION * (ceiling - level):
+        return None
+    steps = np.diff(np.unique(y))
+    resolution = float(steps.min())
+    trend = stats.trend_test(x, y)
+    first, last = int(x[0]), int(x[-1])
+    trend_text = (
+        f"; its trend over the run (Mann-Kendall p {trend.p_value:.2g}) moves it by less than "
+        "the band itself"
+        if trend is not None and trend.p_value < 0.05
+        else "; no significant trend"
+        if trend is not None
+        else ""
+    )
+    message = (
+        f"{metric} stayed between {low:.6g} and {high:.6g} at all {y.size} logged points "
+        f"(steps {first}-{last}): a band of {band:.3g} ({_steps_text(band / resolution)} of "
+        f"its resolution {resolution:.3g}, the smallest gap between its values), "
+        f"{100 * band / (ceiling - level):.2g}% of the {ceiling - level:.4g} it had to rise "
+        f"to {ceiling:g}{trend_text}. An accuracy of a model that is learning moves by more "
+        "than that between evaluations; one that never leaves a narrow band far below its "
+        "ceiling comes from a model whose predictions hardly change: not learning (an LR far "
+        "too small, frozen weights, inputs and labels that do not match) or a metric not "
+        "computed from the model being trained."
+    )
+    if y.size < 2 * BAND_MIN_POINTS:
+        message += f" This rests on {y.size} evaluations."
+    return Finding(
+        detector=detector,
+        title=f"{metric} is stuck near {level:.4g} (between {low:.4g} and {high:.4g})",
+        severity=Severity.WARNING,
+        metric=metric,
+        step_start=first,
+        step_end=last,
+        message=message,
+        evidence={
+            "band_low": low,
+            "band_high": high,
+            "band_median": level,
+            "ceiling": ceiling,
+            "resolution": resolution,
+            "logged_points": int(y.size),
+            "trend_p_value": trend.p_value if trend is not None else float("nan"),
+        },
+        fixes=(
+            "Check that the training loss falls: if it is flat too, the model is not "
+            "learning (an LR far too small, frozen or detached parameters, labels that do "
+            "not match their inputs).",
+            f"Check what {metric} is computed from: the predictions of the model being "
+            "trained, on the eval set, after the forward pass.",
+            "Compare the level with a trivial predictor (the most frequent class or token): "
+            "a model at that level has learned nothing the data's frequencies do not give.",
+        ),
     )
 
 

@@ -58,8 +58,12 @@ class PlateauDetector(
        fraction.
     3. A flat tail shorter than `min_flat_fraction` (25%) of the run is not reported.
     4. Far from converged, the cause, and the severity:
-       - *Not learning* (warning): never got `not_learning_drop` (10%) below its starting
-         level anywhere in the run, and no *material* falling trend over the whole log,
+       - *Not learning* (warning): never got clearly `not_learning_drop` (10%) below its
+         starting level anywhere in the run (its lowest smoothed level, raised by twice the
+         smoothing error `stats.smoothing_error`: on a flat noisy curve the 5-point median
+         of 50 per-batch losses with 18% scatter dips ~20% below the start by chance, so
+         the dip must clear that wiggle as well as the 10%), and no *material* falling
+         trend over the whole log,
          and no significant rising trend (that is the divergence detector's). A falling
          trend is the same Mann-Kendall test as the stall verdict (p < `alpha`, or a
          near-monotone fall, tau <= -0.6, because the autocorrelation correction loses
@@ -123,6 +127,16 @@ class PlateauDetector(
        majority-class share). A large effect needs few points: 3 exact repeats of a
        7-digit value do not happen by chance, and the message says how many points it
        rests on.
+       *Stuck in a band* (warning, `stuck.band_finding`): a bounded accuracy-like eval
+       metric (a fraction or a percentage, higher is better) that is not exactly constant
+       but stays, at all of its 8 or more points, inside a band no wider than 2% of its
+       distance to its ceiling (1 or 100), at a median no higher than half the ceiling.
+       The band is judged by effect size against the room the metric had to rise (token
+       accuracy 0.0657-0.0667 used 0.1% of the 0.93 it could gain): a significant trend
+       inside such a band (Mann-Kendall) changes nothing and the message says so; the
+       band is also stated in steps of the metric's resolution (the smallest gap between
+       its values, 1 / eval-set size for an accuracy), i.e. how many examples changed
+       their verdict.
     6. *Eval never improved* (warning, `eval_stall.py`, whose docstring gives the rule and
        its false-positive modes): an eval quality metric with no improving trend and no
        evaluation materially better than its first, while the train loss did not fall
@@ -168,6 +182,15 @@ class PlateauDetector(
     that re-logs a cached value between real evaluations looks stuck. An accuracy-like
     metric at 0 throughout can be true of a hard task early on (exact match of generated
     text in a short run): the warning is still true of the data, and says what 0 means.
+    Not learning on a noisy loss: a loss that fell a little over a short, very noisy log
+    (under about 10% plus twice the smoothing error: ~20% for 50 points with 18% scatter)
+    and without a significant trend is called not learning; its medians moved less than
+    the points scatter, so a plot cannot show the fall either. Stuck in a band: a
+    fine-tune whose first evaluation comes after it already converged, on a hard task
+    (accuracy under half its ceiling) with an eval set so large that its accuracy moves by
+    under 2% of the room to 1, is reported; so is a metric computed on a fixed model (a
+    baseline logged under an eval name). A metric constant because it is a config value is
+    an exact repeat (the exact rule's digit test keeps 0.1 or 0.95 out), never a band.
 
     **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
@@ -175,7 +198,12 @@ class PlateauDetector(
     since step 491. Stuck: keras/002 in ../shared/wild (loss 0.4874342 and val_loss
     0.1613598 at all 5 epochs) and csv/004 (val_acc 0.72414 at all 31 epochs). Not
     learning on a tiny but significant fall: `examples/lightning_lr_too_small/` (29065 ->
-    28986 over 150 epochs, 0.27%). Collapsed: `examples/lightning_collapse_to_mean/`
+    28986 over 150 epochs, 0.27%). Not learning on a short noisy per-step loss:
+    `examples/lightning_noisy_not_learning/` (36 per-batch losses, 2.385 at step 49 and
+    2.325 at step 1799, whose 5-point smoothed minimum dips below the start by noise).
+    Stuck in a band: `examples/lightning_lm_lr_too_small/` (val_token_accuracy between
+    0.0193068 and 0.0194231 at all 16 evaluations, steps 133-2152). Collapsed:
+    `examples/lightning_collapse_to_mean/`
     (every unit of the last hidden layer dead from step 9, the loss at the targets'
     variance 0.0575488 from step 134).
     """
@@ -207,6 +235,8 @@ class PlateauDetector(
                 min_fraction=params.min_constant_fraction,
                 tolerance=params.constant_tolerance,
             )
+            if finding is None and name not in watched:
+                finding = stuck.band_finding(NAME, name, x, y)
             if finding is None:
                 finding = judged
             if finding is not None:
@@ -263,7 +293,9 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         evidence["lr_at_end"] = float(lr_y[-1])
     verdict: Verdict | None
     drop = plateau.start_level - plateau.best_level
-    never_learned = drop < params.not_learning_drop * ctx.start_abs
+    # Never got clearly (beyond the smoothed curve's own wiggle) 10% below its start.
+    clear_drop = plateau.start_level - plateau.clear_best_level
+    never_learned = clear_drop < params.not_learning_drop * ctx.start_abs
     whole = stats.trend_test(x, y)
     rising = whole is not None and whole.z > 0 and whole.p_value < params.alpha
     small_change = plateau.improvement < params.not_learning_drop * ctx.start_abs

@@ -23,6 +23,11 @@ class Plateau:
     improvement: float
     best_level: float
     """The lowest smoothed level anywhere in the run."""
+    clear_best_level: float
+    """`best_level` raised by twice the smoothing error (`stats.smoothing_error`): how low
+    the curve clearly went. On a flat noisy curve the smoothed minimum and the highest
+    smoothed point of the start sit that far apart by chance alone (a 5-point window over
+    a per-batch loss with 18% scatter wiggles by ~10%)."""
     still_falling: bool
 
 
@@ -49,9 +54,8 @@ def find_plateau(x: FloatArray, y: FloatArray, params: PlateauParams) -> Plateau
     start_t = max(float(np.max(ts[:head])), float(np.median(t[:5])))
     flat_t = float(np.median(ts[-head:]))
     gain = start_t - flat_t
-    tolerance = max(
-        params.flat_tolerance * max(gain, 0.0), 2.0 * stats.smoothing_error(t, SMOOTH_FRACTION)
-    )
+    wiggle = 2.0 * stats.smoothing_error(t, SMOOTH_FRACTION)
+    tolerance = max(params.flat_tolerance * max(gain, 0.0), wiggle)
     suffix_max = np.maximum.accumulate(ts[::-1])[::-1]
     within = suffix_max - flat_t <= tolerance
     # No flat stretch at all (the smoothed end itself is off the final level): length 0.
@@ -70,6 +74,7 @@ def find_plateau(x: FloatArray, y: FloatArray, params: PlateauParams) -> Plateau
         flat_level=flat_level,
         improvement=start_level - flat_level,
         best_level=_units(float(np.min(ts)), in_log),
+        clear_best_level=_units(min(float(np.min(ts)) + wiggle, start_t), in_log),
         still_falling=still_falling,
     )
 

@@ -51,6 +51,17 @@ def not_learning(
                 f"point-to-point noise, {fmt(noise)} here"
             )
         message += f"), over {y.size} logged points."
+    elif p.best_level < (1.0 - params.not_learning_drop) * p.start_level:
+        # The smoothed minimum dips below the band, but no further than a flat curve's
+        # smoothed noise reaches: say both, so the numbers agree with a plot.
+        message += (
+            f", with no significant downward trend over its {y.size} logged points. Its "
+            f"lowest smoothed level, {fmt(p.best_level)}, is "
+            f"{fmt(100 * (p.start_level - p.best_level) / ctx.start_abs)}% below where it "
+            f"started, but no more than the smoothed curve's own noise explains (the "
+            f"per-point scatter is {fmt(noise)}): never clearly "
+            f"{fmt(100 * params.not_learning_drop)}% below."
+        )
     else:
         message += (
             f", with no significant downward trend over its {y.size} logged points: never "
