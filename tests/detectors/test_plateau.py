@@ -17,6 +17,7 @@ from synth import (
     warmup_cosine,
 )
 
+from trainspotter.detectors import eval_stall
 from trainspotter.detectors.plateau import DETECTOR, PlateauParams
 from trainspotter.detectors.stuck import significant_digits
 from trainspotter.model import Finding, Run, Severity
@@ -338,3 +339,40 @@ def test_a_band_in_percent_and_a_loss_band() -> None:
     assert _loud(_band_run(100 * counts / 8000.0, "eval/accuracy"))
     # Not accuracy-like (a loss): the band rule does not apply (the loss verdicts do).
     assert not [f for f in _detect(_band_run(counts / 8000.0, "eval/loss")) if "near" in f.title]
+
+
+def test_a_loss_that_goes_negative_is_not_judged_against_a_floor_at_zero() -> None:
+    """A policy-gradient surrogate around -0.02 with no trend: not a loss with a floor at 0,
+    so "not learning" (a distance to that floor) is not said of it; the same curve shifted
+    above 0 is."""
+    steps = np.arange(51)
+    noise = np.random.default_rng(5).normal(0, 0.004, steps.size)
+    surrogate = -0.022 + noise
+    assert not [f for f in _loud(make_run({"train/loss": (steps, surrogate)}))]
+    assert [f for f in _loud(make_run({"train/loss": (steps, 0.05 + noise)})) if "not" in f.title]
+
+
+def test_a_low_metric_that_grew_several_fold_is_not_stuck_in_a_band() -> None:
+    """Macro-F1 over thousands of labels: 0.0003 -> 0.0018 is under 2% of the room to 1 but
+    a sixfold rise: changing, however low."""
+    values = np.linspace(0.0003, 0.0018, 20) + np.random.default_rng(6).normal(0, 5e-5, 20)
+    assert not [f for f in _loud(_band_run(values, "eval/macro_f1")) if "stuck" in f.title]
+
+
+def test_flat_eval_and_train_in_a_resumed_log_are_not_called_not_learning() -> None:
+    """Train and eval losses flat around 0.045 from step 263,300 (a resumed late-stage
+    run): the learning happened before the log, so the eval side's "never improved" is not
+    a verdict there; the same curves from step 0 are."""
+    rng = np.random.default_rng(7)
+    train_noise, eval_noise = rng.normal(0, 0.02, 194), rng.normal(0, 0.02, 19)
+    for offset, expected in ((263_300, False), (0, True)):
+        train_steps = offset + np.arange(0, 97_000, 500)
+        eval_steps = offset + np.arange(1_000, 96_000, 5_000)
+        run = make_run(
+            {
+                "train/loss": (train_steps, 0.045 * np.exp(train_noise)),
+                "eval/loss": (eval_steps, 0.046 * np.exp(eval_noise)),
+            }
+        )
+        found = eval_stall.not_learning_findings(run, "plateau", set(), train_reported=False)
+        assert bool(found) is expected, (offset, [f.title for f in found])

@@ -32,7 +32,10 @@ the first evaluation, did not fall either (a model that learned in its first epo
 first-epoch mean train loss well above the next epoch's). A fine-tune that starts near
 its optimum improves by under 5%: not learning by this rule, and the message gives the
 numbers. Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level
-tests (2, 3) apply, no trend test.
+tests (2, 3) apply, no trend test. A log that starts late (its train loss's first step
+past `LATE_START`, 10%, of its last: a resumed run) holds none of the learning, so flat
+train and eval losses there are not called "not learning" unless at chance level; a
+run that really never learned and was resumed anyway is then missed.
 """
 
 from __future__ import annotations
@@ -61,6 +64,11 @@ from trainspotter.model import Finding, FloatArray, Run, Severity
 
 MIN_EVALS = 5
 """Evaluations needed: fewer cannot tell "never improved" from "one lucky first value"."""
+
+LATE_START = 0.1
+"""A train log whose first step is past this fraction of its last (a resumed run, a
+late-stage excerpt) holds none of the learning: flat train and eval losses there say
+"converged" as much as "not learning", so only a chance level is reported on it."""
 
 MIN_EFFECT = 0.05
 """An evaluation this fraction of the first's scale better is an improvement (if beyond
@@ -261,6 +269,7 @@ def not_learning_findings(
             and trend.end is not None
             and train_x.size > 0
             and float(train_x[0]) <= stall.first_step
+            and float(train_x[0]) <= LATE_START * float(train_x[-1])
             and trend.end.value > (1 - MIN_EFFECT) * trend.start.value
         )
         if not stall.chance and (train_reported or not train_flat_from_start):

@@ -8,6 +8,8 @@ every watched loss and eval quality metric; `params` holds the id and parameters
 
 from __future__ import annotations
 
+import numpy as np
+
 from trainspotter.detectors import eval_stall, stats, stuck
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
@@ -77,7 +79,10 @@ class PlateauDetector(
          loss's scale) is as significant as a real one. The message quotes the raw first
          and last values and, for a tiny trend, the fall against both scales; when the log
          starts after step 0 (an epoch aggregate, a resumed run) it says the early drop is
-         not in the log.
+         not in the log. Neither this nor *stalled* is said of a loss that goes below 0
+         anywhere in the log (a policy-gradient surrogate, a WGAN critic, a negative
+         ELBO): both measure progress as a distance to a floor at 0 that such a loss
+         does not have.
        - *LR decayed to ~0 too early* (warning): the LR (if logged) fell below
          `lr_zero_fraction` (1%) of its peak with at least `lr_early_fraction` (30%) of
          the run left, and the loss has been flat since about then. This is the classic
@@ -165,8 +170,12 @@ class PlateauDetector(
     handful of round-off repeats is not enough (exact repeats have their own rule).
     Abstains below `min_points` (12) points (the stuck check: below 3).
 
-    **False-positive modes.** A pretrained model fine-tuned on easy data converges within
-    the first part of the run and then stays flat well above zero: "stalled" by this
+    **False-positive modes.** A loss that is never negative in the log but is a surrogate
+    not meant to fall (a PPO objective that stays positive) can still be called not
+    learning; one that dips below 0 is left alone, so a real loss that went negative by a
+    bug is not judged here (divergence and spikes still see it). A pretrained model
+    fine-tuned on easy data converges within the first part of the run and then stays
+    flat well above zero: "stalled" by this
     definition (the message states the numbers so you can judge; silence it in the config
     if it is expected). A loss whose floor is high by nature (noisy labels, a very hard
     task, a contrastive loss with many negatives) has the same shape. A log that starts
@@ -306,7 +315,13 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
     material = drop >= params.min_learning_effect * ctx.start_abs and (
         drop >= params.min_learning_noise * noise
     )
-    if small_change and never_learned and not (falling and material):
+    # A loss that goes below 0 (a policy-gradient surrogate, a WGAN critic, a negative
+    # ELBO) has no floor at 0 to measure progress against: "not learning" and "stalled far
+    # from convergence" are statements about that distance, so neither is made on it.
+    signed = bool(np.min(y) < 0)
+    if signed and small_change and never_learned:
+        verdict = None
+    elif small_change and never_learned and not (falling and material):
         evidence["drop_fraction_of_start"] = drop / ctx.start_abs if ctx.start_abs else 0.0
         evidence["noise_sigma"] = noise
         # Rising: divergence's.
@@ -317,7 +332,7 @@ def _judge(run: Run, name: str, params: PlateauParams) -> Finding | None:
         verdict = (
             lr_died(ctx, params, evidence)
             or collapsed(ctx, params, x, y, evidence)
-            or stalled(ctx, params)
+            or (None if signed else stalled(ctx, params))
             or converged(ctx, params, evidence)
         )
     if verdict is None:
