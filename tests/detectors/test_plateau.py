@@ -376,3 +376,22 @@ def test_flat_eval_and_train_in_a_resumed_log_are_not_called_not_learning() -> N
         )
         found = eval_stall.not_learning_findings(run, "plateau", set(), train_reported=False)
         assert bool(found) is expected, (offset, [f.title for f in found])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "points", "stuck"),
+    [
+        # 35 of 36 right at every evaluation: a converged model on a tiny eval set.
+        ("eval/accuracy", 97.22, 10, False),
+        ("eval/accuracy", 0.9722222, 10, False),
+        # 21 of 29 (csv/004 in ../shared/wild): far from perfect, stuck.
+        ("eval/accuracy", 0.72414, 31, True),
+        # No set of 200 or fewer gives 0.977302 as logged: a large set that never moved.
+        ("eval/mean_token_accuracy", 0.977302, 45, True),
+    ],
+)
+def test_an_exact_repeat_near_perfect_on_a_tiny_eval_set_is_not_stuck(
+    name: str, value: float, points: int, stuck: bool
+) -> None:
+    run = _band_run(np.full(points, value), name)
+    assert bool([f for f in _loud(run) if "stuck at exactly" in f.title]) is stuck

@@ -27,17 +27,42 @@ rounding or by saturation, not because nothing changed. One exception: an accura
 metric (by its name) at exactly 0 at every logged point, which no rounding explains."""
 
 
-def significant_digits(value: float) -> int:
-    """Significant digits of `value` as it was most likely logged: the shortest text that
-    round-trips, in float32 when the value is a float32 (TensorBoard, Keras), so 0.95
-    logged as float32 counts 2 digits, not 16."""
+SMALL_EVAL_SET = 200
+"""An exact repeat near the ceiling is read as a tiny eval set's score when some k of n
+examples, n up to this, give the value as logged..."""
+NEAR_PERFECT_MISSES = 3
+"""...with at most this many examples wrong: a converged model keeps getting the same
+one to three hard examples of a 36-example set wrong, so 97.22% (35 of 36) repeats."""
+
+
+def logged_text(value: float) -> str:
+    """`value` as it was most likely logged: the shortest text that round-trips, in float32
+    when the value is a float32 (TensorBoard, Keras)."""
     with np.errstate(over="ignore"):  # beyond float32's range: not a float32
         single = np.float32(value)
     if float(single) == value:
-        text = np.format_float_positional(single, unique=True, trim="-")
-    else:
-        text = np.format_float_positional(value, unique=True, trim="-")
-    return len(text.lstrip("-").replace(".", "").strip("0"))
+        return np.format_float_positional(single, unique=True, trim="-")
+    return np.format_float_positional(value, unique=True, trim="-")
+
+
+def significant_digits(value: float) -> int:
+    """Significant digits of `value` as it was most likely logged, so 0.95 logged as
+    float32 counts 2 digits, not 16."""
+    return len(logged_text(value).lstrip("-").replace(".", "").strip("0"))
+
+
+def small_eval_set_score(value: float, ceiling: float) -> tuple[int, int] | None:
+    """(k, n): the fewest examples n (up to `SMALL_EVAL_SET`) and k of them right whose
+    share k / n (of `ceiling`: 1 or 100) gives `value` to the digits it was logged with,
+    or None when no set that small does (0.977302 as logged needs more than 200)."""
+    text = logged_text(value)
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    half_unit = 0.5 * 10.0**-decimals + 1e-7 * abs(value)  # + float32 round-off
+    for n in range(1, SMALL_EVAL_SET + 1):
+        k = round(value / ceiling * n)
+        if abs(k / n * ceiling - value) <= half_unit:
+            return k, n
+    return None
 
 
 def constant_tail(y: FloatArray, tolerance: float) -> int:
@@ -72,7 +97,11 @@ def stuck_finding(
     `min_points` points and `min_fraction` of its points. Another eval metric (an accuracy)
     must also repeat a value worse than its best, or repeat over all its points: on a small
     eval set an accuracy may settle at its best once converged; one that never moved, or
-    fell to one value and stayed there, did not measure a learning model."""
+    fell to one value and stayed there, did not measure a learning model. Not an accuracy
+    whose value, as logged, is all but `NEAR_PERFECT_MISSES` (3) examples right of a set of
+    at most `SMALL_EVAL_SET` (200): 97.22% is 35 of 36, and a converged model on 36
+    examples scores that at every evaluation (so does a majority-class predictor on a set
+    with 1-3 minority examples, which such a set cannot tell apart)."""
     if y.size < min_points:
         return None
     value = float(y[-1])
@@ -83,6 +112,10 @@ def stuck_finding(
         return None
     count = constant_tail(y, tolerance)
     is_loss = names.is_loss_like(metric)
+    ceiling = _ceiling(metric, y) if higher_is_better(metric) is True else None
+    score = small_eval_set_score(value, ceiling) if ceiling and not never_right else None
+    if score is not None and score[1] - score[0] <= NEAR_PERFECT_MISSES:
+        return None  # all but 1-3 of a tiny eval set right: a converged model repeats that
     if count < max(min_points, int(np.ceil(min_fraction * y.size))):
         return None
     if not is_loss and count < y.size and not _worse_than_best(metric, y, value):

@@ -187,7 +187,8 @@ class PlateauDetector(
     convex model on noisy targets), or a run whose LR was annealed to ~0 without the LR
     being logged, freezes the same way. Stuck: a
     metric computed on a tiny eval set by a model that has truly converged can repeat one
-    value (only a value worse than its best, or over the whole log, is reported); a logger
+    value (only a value worse than its best, or over the whole log, is reported, and not
+    one that is all but 1-3 examples right of a set of 200 or fewer, as logged); a logger
     that re-logs a cached value between real evaluations looks stuck. An accuracy-like
     metric at 0 throughout can be true of a hard task early on (exact match of generated
     text in a short run): the warning is still true of the data, and says what 0 means.
