@@ -596,3 +596,44 @@ def test_an_accuracy_at_exactly_zero_throughout_is_reported_but_not_a_loss() -> 
     assert stuck_finding("plateau", "eval/aux_loss", x, zeros, **kwargs) is None
     rising = np.array([0.1, 0.0, 0.0, 0.0, 0.0])
     assert stuck_finding("plateau", "eval/f1", x, rising, **kwargs) is None
+
+
+def test_overfitting_on_a_noisy_eval_loss_is_found_by_its_trend() -> None:
+    """keras_noisy_val_overfit: 40 epochs validated on 50 digits. val_loss wanders over a
+    wide range after its minimum and drifts up; no single evaluation clears the noise tests
+    (steps 2 and 5), the trend over the evaluations after the minimum does (step 6). The
+    medians the message quotes are recomputed here from the raw log."""
+    path = log_of("keras_noisy_val_overfit")
+    truth = EXPECTED["keras_noisy_val_overfit"]["pathologies"][0]
+    val_loss = csv_column(path, "val_loss")
+    steps = np.array([s for s, _ in val_loss], dtype=np.float64)
+    values = np.array([v for _, v in val_loss])
+    params = OverfittingParams()
+    # The class: the single-point noise rule (step 5) alone does not see it.
+    kwargs = {"evals": params.sustained_evals, "alpha": params.trend_alpha}
+    assert (
+        sustained_rise(values, fraction=params.sustained_rise, smoothing_fraction=0.1, **kwargs)
+        is None
+    )
+    finding = only(loud(path), "overfitting", "eval/loss")
+    assert finding.severity is Severity.WARNING and "(overfitting)" in finding.title
+    assert "Mann-Kendall" in finding.message and finding.step_end == val_loss[-1][0]
+    first = int(np.searchsorted(steps, int(re.findall(r"from step (\d+) to", finding.message)[0])))
+    judged = values[first:]
+    third = judged.size // 3
+    early, late = statistics.median(judged[:third]), statistics.median(judged[-third:])
+    assert late >= 1.05 * early and late - early == pytest.approx(finding.evidence["rise"])
+    assert f"the median of the last {third} (steps {val_loss[-third][0]}-" in finding.message
+    assert f"is {late:.4g}, {100 * (late / early - 1):.0f}% above" in finding.message
+    assert f"the first {third} (steps {val_loss[first][0]}-" in finding.message
+    assert f"{early:.4g};" in finding.message
+    assert finding.evidence["best_step"] == truth["best_step"]
+    assert float(finding.evidence["trend_p"]) < params.trend_alpha
+    # The same evaluations after the minimum in reverse order trend down: not reported.
+    reversed_run = synth.make_run(
+        {
+            names.TRAIN_LOSS: (steps, np.array([v for _, v in csv_column(path, "loss")])),
+            names.EVAL_LOSS: (steps, np.concatenate((values[:first], judged[::-1]))),
+        }
+    )
+    assert not [f for f in analyze(reversed_run).findings if "trend_p" in f.evidence]

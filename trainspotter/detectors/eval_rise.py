@@ -201,15 +201,69 @@ def short_run_text(n: int, shape: Rise, alpha: float) -> str:
     )
 
 
-def degrading_title(metric: str, trend: TrainTrend, rise_pct: float) -> str:
+def degrading_title(
+    metric: str, trend: TrainTrend, rise_pct: float, how_much: str | None = None
+) -> str:
     """The title of an eval loss that got worse while the train loss did not fall: says
-    what the train loss did instead (the detector id stays `overfitting`)."""
+    what the train loss did instead (the detector id stays `overfitting`); `how_much`
+    replaces the default account of the rise."""
     how = {
         "rising": f"while {names.TRAIN_LOSS} rises",
         "flat": f"while {names.TRAIN_LOSS} is flat",
         "absent": f"({names.TRAIN_LOSS} not logged)",
     }[trend.state()]
-    return f"{metric} degrading {how}: rose {rise_pct:.0f}% above its best and stayed there"
+    how_much = how_much or f"rose {rise_pct:.0f}% above its best and stayed there"
+    return f"{metric} degrading {how}: {how_much}"
+
+
+def sustained_text(
+    metric: str, x: FloatArray, y: FloatArray, rise: SustainedRise, trend: TrainTrend
+) -> tuple[str, str, dict[str, float | int]]:
+    """The title, message and evidence of a sustained rise above the best evaluation."""
+    k = rise.k
+    rise_pct = percent(rise.rise, rise.level)
+    first_recent = int(x[-rise.recent])
+    base = (
+        f"{rise.min_level:.4g} at step {int(x[k])}"
+        if rise.width == 1
+        else f"{rise.min_level:.4g} (median of {rise.width} evaluations) around step {int(x[k])}"
+    )
+    noise_text = (
+        f"{rise.rise / rise.sigma:.1f}x its point-to-point noise {rise.sigma:.3g}, where a "
+        f"flat curve's best-of-{y.size} and recent median stay within "
+        f"{rise.needed_sigmas:.1f}x at 95%"
+        if rise.sigma > 0
+        else "its evaluations show no jitter"
+    )
+    message = (
+        f"{metric} was best at {base} and ends {rise_pct:.0f}% above it: the median of its "
+        f"last {rise.recent} evaluations (steps {first_recent}-{int(x[-1])}) is "
+        f"{rise.end_level:.4g} ({noise_text}), and even the lowest of the last {rise.last} "
+        f"is {rise.lowest_last:.4g}. Meanwhile {train_clause(trend)}"
+    )
+    state = trend.state()
+    if state == "falling":
+        message += "."
+        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
+    else:
+        message += (
+            ": not overfitting's textbook signature (look for a learning rate too high for a "
+            "fine-tune, a train/eval mismatch or a data change), but the model the run ends "
+            "with is clearly worse on the eval set than its best."
+        )
+        title = degrading_title(metric, trend, rise_pct)
+    evidence: dict[str, float | int] = {
+        "min_step": int(x[k]),
+        "min_level": rise.min_level,
+        "end_level": rise.end_level,
+        "rise": rise.rise,
+        "rise_percent": rise_pct,
+        "eval_noise": rise.sigma,
+        "evaluations": int(y.size),
+        "evaluations_after_min": rise.after,
+        "noise_sigmas_needed": rise.needed_sigmas,
+    }
+    return title, message, evidence
 
 
 def percent(rise: float, level: float) -> float:

@@ -14,7 +14,6 @@ from trainspotter.detectors import eval_stall, stats
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_rise import (
     Rise,
-    SustainedRise,
     TrainTrend,
     curve_noise,
     degrading_title,
@@ -26,9 +25,10 @@ from trainspotter.detectors.eval_rise import (
     short_run_text,
     smoothing_width,
     sustained_rise,
-    train_clause,
+    sustained_text,
     train_trend,
 )
+from trainspotter.detectors.eval_trend import trend_rise, trend_text
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 NAME = "overfitting"
@@ -90,10 +90,13 @@ class OverfittingDetector(
     model than its best. So is an eval loss whose last evaluations all stay well above its
     best evaluation (step 5: `sustained_rise`, 20%, beyond the noise of a best-of-n pick),
     titled "overfitting" when the train loss kept falling and "degrading while train/loss
-    is flat" (or "rises", or "not logged") otherwise. The fix names the best checkpoint
-    (the step of the lowest logged eval value) in the words of the log's framework
-    (transformers, Lightning, Keras), and when another logged eval metric (accuracy, F1,
-    WER, ...) is best at a different step, the message and the fix name both. Severity: warning.
+    is flat" (or "rises", or "not logged") otherwise. A noisy eval loss (a small validation
+    set, many evaluations) whose single points never clear those noise tests is reported
+    when its evaluations after the minimum trend upward significantly (step 6). The fix
+    names the best checkpoint (the step of the lowest logged eval value) in the words of
+    the log's framework (transformers, Lightning, Keras), and when another logged eval
+    metric (accuracy, F1, WER, ...) is best at a different step, the message and the fix
+    name both. Severity: warning.
 
     **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
@@ -144,8 +147,22 @@ class OverfittingDetector(
        overfitting), rose (its later half's median 10% over its earlier half's), or is
        flat (no significant downward trend; Kendall's tau and the Mann-Kendall p are
        quoted, since a noisy train loss's single points can end lower without a fall).
-
-    6. Short runs (fewer than `short_run_evals` = 8 evaluations, the shape of most Keras
+    6. Otherwise, the trend over many noisy evaluations (`eval_trend.trend_rise`): steps 2
+       and 5 compare one rise with the single-point noise, which a noisy curve never
+       passes, though a drift over many points is established even when each point is
+       noisy. The evaluations after the smoothed minimum's window (its own values are low
+       because they were picked as the lowest), at least `short_run_evals` (8, the least
+       `stats.trend_test` judges), must trend upward at `trend_alpha` (Mann-Kendall,
+       autocorrelation-corrected), and the median of their last third must exceed the
+       median of their first third by `min_relative_rise` (5%) of it and by more than the
+       standard error of the difference (1.2533 x sigma / sqrt(m) per median, sigma each
+       third's own MAD spread): the trend test carries the significance, the standard
+       error keeps the quoted effect from being one third's spikes. Overfitting when the
+       train loss kept falling (step 4's check); otherwise (flat, rising or absent)
+       "degrading" with step 5's floor, `sustained_rise` (20%): without a falling train
+       loss there is no second signal; never when the train loss blew up. The message quotes both
+       medians ("median of the last m"), their steps, the standard error, tau and p.
+    7. Short runs (fewer than `short_run_evals` = 8 evaluations, the shape of most Keras
        logs, where a jitter sigma from 3-7 points is a guess within a factor of 2-3): when
        steps 1-5 find nothing, the order of the evaluations decides instead of their
        jitter. The lowest raw evaluation must be followed by m >= `min_points_after_min`
@@ -157,7 +174,7 @@ class OverfittingDetector(
        the effect size carries it: `few_points_rise` (25%). As in step 4, overfitting
        needs the train loss falling over the same evaluations (else only `large_rise`).
        The message says it rests on n evaluations and gives that probability.
-    7. Otherwise, an eval loss that never improved on its first evaluation (`eval_stall`)
+    8. Otherwise, an eval loss that never improved on its first evaluation (`eval_stall`)
        while the train loss fell 5%+: no generalisation from the start, when it sits at a
        cross-entropy's chance level (ln C) or no later evaluation is below the first and
        it worsens significantly; a flat eval alone is not (a model that learned within
@@ -167,7 +184,7 @@ class OverfittingDetector(
     lowest (one high evaluation after the best is a bump, not a trend), and 3 train-loss
     points over that range; the noise-based steps 1-5 need `min_eval_points` = 4, the
     least that can show "down, bottom, up, still up". A large effect needs fewer points
-    (step 6: 25% on 3 evaluations), a small one more (5% needs an order that chance gives
+    (step 7: 25% on 3 evaluations), a small one more (5% needs an order that chance gives
     under 5%: 3 rises after the best, 4 evaluations or more).
 
     **Defaults and why.** 5% and 3 noise sigmas, because a converged eval loss jitters by a
@@ -183,6 +200,10 @@ class OverfittingDetector(
     task; a fifth worse than the best checkpoint is worth loading the best one. The
     Bonferroni bound makes the noise test stricter the more evaluations there are to pick
     a lucky best from; three last evaluations because two can both be unlucky by chance.
+    Trend (step 6): the detector's own `trend_alpha` and `min_relative_rise`, no new number;
+    thirds, because a median of a third of the points is robust to the spikes of a noisy
+    eval set and still far apart in time (the first third, not the minimum, is the
+    baseline: the minimum is low because it was picked as the lowest).
 
     **False-positive modes.** A converged run whose eval loss drifts up a few percent while the
     train loss keeps falling (mild overfitting: reported once it passes 5% and 3 sigma,
@@ -196,7 +217,7 @@ class OverfittingDetector(
     minimum (a data or label change) and is still coming down at the end is not "kept
     falling" (step 4), so a moderate eval rise then stays silent; the eval rise shows as
     a spike or divergence of the train loss instead.
-    Short runs (step 6): a 4-epoch run whose eval loss drifts up 5-7% in order while the
+    Short runs (step 7): a 4-epoch run whose eval loss drifts up 5-7% in order while the
     train loss falls is reported, as intended, but the same order also comes from a slow
     drift of a converged eval (BatchNorm statistics, a learning-rate warmup on a
     fine-tune) that a longer run would show settling; an eval loss measured before any
@@ -215,6 +236,13 @@ class OverfittingDetector(
     or accuracy going the wrong way is not judged here, but the message names the step
     where another logged quality metric (WER, accuracy, F1) was best, in its own
     direction, since an eval loss can rise while the task metric still improves.
+    The trend (step 6): about 5% of flat curves trend "significantly" at alpha 5% (more on
+    slowly wandering ones, which the autocorrelation correction only partly covers); the
+    5% effect floor and the standard error of the medians remove most, a falling train
+    loss most of the rest, but a converged eval that drifts up a few percent (BatchNorm
+    statistics, a slowly growing over-confidence) is reported as overfitting, which it
+    mostly is. A learning-rate restart or a data switch after the minimum raises the eval
+    loss too.
 
     **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
@@ -321,7 +349,24 @@ def _check(
         if sustained is not None:
             trend = train_trend(train, x, sustained.k, params.trend_alpha)
             if not trend.blew_up():
-                return _sustained_finding(run, metric, x, y, sustained, trend)
+                title, message, evidence = sustained_text(metric, x, y, sustained, trend)
+                onset = int(x[onset_index(y, sustained.k, sustained.width)])
+                return _finding(run, metric, x, y, title, message, "", onset, evidence, trend)
+    drift = trend_rise(
+        x,
+        y,
+        min_points=params.short_run_evals,
+        alpha=params.trend_alpha,
+        min_rise=params.min_relative_rise,
+        smoothing_fraction=params.smoothing_fraction,
+    )
+    if drift is not None:
+        trend = train_trend(train, x, drift.k, params.trend_alpha)
+        floor = params.min_relative_rise if trend.falls else params.sustained_rise
+        if drift.rise >= floor * drift.level and not trend.blew_up():
+            title, message, evidence = trend_text(metric, x, drift, trend)
+            onset = int(x[onset_index(y, drift.k, drift.width)])
+            return _finding(run, metric, x, y, title, message, "", onset, evidence, trend)
     stall = eval_stall.never_improved(run, metric)
     if stall is None or not (stall.chance or stall.worse_from_first):
         return None
@@ -384,62 +429,6 @@ def _rise_finding(
         "evaluations_after_min": shape.after,
     }
     return _finding(run, metric, x, y, title, message, extra, int(x[onset]), evidence, trend)
-
-
-def _sustained_finding(
-    run: Run,
-    metric: str,
-    x: FloatArray,
-    y: FloatArray,
-    rise: SustainedRise,
-    trend: TrainTrend,
-) -> Finding:
-    """The finding of a sustained rise above the best evaluation (`sustained_rise`)."""
-    k = rise.k
-    onset = onset_index(y, k, rise.width)
-    rise_pct = percent(rise.rise, rise.level)
-    first_recent = int(x[-rise.recent])
-    base = (
-        f"{rise.min_level:.4g} at step {int(x[k])}"
-        if rise.width == 1
-        else f"{rise.min_level:.4g} (median of {rise.width} evaluations) around step {int(x[k])}"
-    )
-    noise_text = (
-        f"{rise.rise / rise.sigma:.1f}x its point-to-point noise {rise.sigma:.3g}, where a "
-        f"flat curve's best-of-{y.size} and recent median stay within "
-        f"{rise.needed_sigmas:.1f}x at 95%"
-        if rise.sigma > 0
-        else "its evaluations show no jitter"
-    )
-    message = (
-        f"{metric} was best at {base} and ends {rise_pct:.0f}% above it: the median of its "
-        f"last {rise.recent} evaluations (steps {first_recent}-{int(x[-1])}) is "
-        f"{rise.end_level:.4g} ({noise_text}), and even the lowest of the last {rise.last} "
-        f"is {rise.lowest_last:.4g}. Meanwhile {train_clause(trend)}"
-    )
-    state = trend.state()
-    if state == "falling":
-        message += "."
-        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
-    else:
-        message += (
-            ": not overfitting's textbook signature (look for a learning rate too high for a "
-            "fine-tune, a train/eval mismatch or a data change), but the model the run ends "
-            "with is clearly worse on the eval set than its best."
-        )
-        title = degrading_title(metric, trend, rise_pct)
-    evidence = {
-        "min_step": int(x[k]),
-        "min_level": rise.min_level,
-        "end_level": rise.end_level,
-        "rise": rise.rise,
-        "rise_percent": rise_pct,
-        "eval_noise": rise.sigma,
-        "evaluations": int(y.size),
-        "evaluations_after_min": rise.after,
-        "noise_sigmas_needed": rise.needed_sigmas,
-    }
-    return _finding(run, metric, x, y, title, message, "", int(x[onset]), evidence, trend)
 
 
 def _finding(
