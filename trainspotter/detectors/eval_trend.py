@@ -69,7 +69,6 @@ def _spread(values: FloatArray) -> float:
 def trend_rise(
     x: FloatArray,
     y: FloatArray,
-    *,
     min_points: int,
     alpha: float,
     min_rise: float,

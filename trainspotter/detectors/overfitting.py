@@ -352,13 +352,10 @@ def _check(
                 title, message, evidence = sustained_text(metric, x, y, sustained, trend)
                 onset = int(x[onset_index(y, sustained.k, sustained.width)])
                 return _finding(run, metric, x, y, title, message, "", onset, evidence, trend)
+    # At least `short_run_evals` (8) judged: the least `stats.trend_test` judges.
+    p = params
     drift = trend_rise(
-        x,
-        y,
-        min_points=params.short_run_evals,
-        alpha=params.trend_alpha,
-        min_rise=params.min_relative_rise,
-        smoothing_fraction=params.smoothing_fraction,
+        x, y, p.short_run_evals, p.trend_alpha, p.min_relative_rise, p.smoothing_fraction
     )
     if drift is not None:
         trend = train_trend(train, x, drift.k, params.trend_alpha)
