@@ -21,11 +21,12 @@ COPY pyproject.toml README.md LICENSE /src/
 COPY trainspotter /src/trainspotter
 # --no-build-isolation: build with the pinned setuptools from the lock file (a runtime
 # dependency of tensorboard), not whatever PyPI offers today. Then drop what only
-# installing needs (pip) and the libraries' own test suites (pandas, numpy: ~100 MB).
+# installing needs (pip) and the libraries' own test suites (pandas, numpy: ~100 MB),
+# except bottleneck's: its __init__ imports bottleneck.tests.util.
 RUN /opt/trainspotter/bin/pip install --no-deps --no-build-isolation /src \
     && /opt/trainspotter/bin/pip uninstall --yes pip \
-    && find /opt/trainspotter/lib -type d -name tests -path '*/site-packages/*' -prune \
-        -exec rm -rf {} +
+    && find /opt/trainspotter/lib -type d -name tests -path '*/site-packages/*' \
+        -not -path '*/site-packages/bottleneck/tests' -prune -exec rm -rf {} +
 COPY entrypoint.py /opt/trainspotter/entrypoint.py
 
 FROM ${BASE_IMAGE}
