@@ -395,3 +395,19 @@ def test_an_exact_repeat_near_perfect_on_a_tiny_eval_set_is_not_stuck(
 ) -> None:
     run = _band_run(np.full(points, value), name)
     assert bool([f for f in _loud(run) if "stuck at exactly" in f.title]) is stuck
+
+
+def test_an_eval_metric_perfect_from_its_first_evaluation_never_improved_by_no_rule() -> None:
+    """An accuracy at 100 at every evaluation (a no-object accuracy of a detector) had
+    nothing to improve on: "never improved" is not said of it; at 60 it is."""
+    steps = np.arange(1, 31) * 900
+    train = 15.6 * np.exp(np.random.default_rng(8).normal(0, 0.01, steps.size))
+    for level, expected in ((100.0, False), (60.0, True)):
+        run = make_run(
+            {
+                "train/loss": (steps, train),
+                "eval/obj_accuracy": (steps, np.full(30, level)),
+            }
+        )
+        found = eval_stall.not_learning_findings(run, "plateau", set(), train_reported=False)
+        assert bool(found) is expected, (level, [f.title for f in found])

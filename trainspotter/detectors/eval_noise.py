@@ -91,19 +91,26 @@ _BOUNDED = re.compile(
 )
 
 
+def bounded_top(metric: str, values: FloatArray) -> float | None:
+    """1 or 100, the best value of a bounded higher-is-better metric (by its name) whose
+    finite values all lie within [0, 1] or [0, 100]; None otherwise."""
+    finite = values[np.isfinite(values)]
+    if not finite.size or not higher_is_better(metric) or not _BOUNDED.search(metric.lower()):
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    return 1.0 if low >= 0 and high <= 1 else 100.0 if low >= 0 and high <= 100 else None
+
+
 def distance_to_ideal(metric: str, values: FloatArray) -> tuple[float, str]:
     """How far the metric is from perfect, in its own units, and how that was measured:
     1 (or 100) minus the median for a bounded higher-is-better metric (the error rate is
     what tells two classifiers apart: 0.90 vs 0.95 accuracy is twice the errors); the
     level (`stats.level_scale`) for a loss, an error rate or an unbounded score."""
-    finite = values[np.isfinite(values)]
-    if finite.size and higher_is_better(metric) and _BOUNDED.search(metric.lower()):
-        low, high = float(finite.min()), float(finite.max())
-        top = 1.0 if low >= 0 and high <= 1 else 100.0 if low >= 0 and high <= 100 else None
-        if top is not None:
-            median = float(np.median(finite))
-            if top - median > 0:
-                return top - median, f"{top:g} minus its median {median:.3g}"
+    top = bounded_top(metric, values)
+    if top is not None:
+        median = float(np.median(values[np.isfinite(values)]))
+        if top - median > 0:
+            return top - median, f"{top:g} minus its median {median:.3g}"
     level = stats.level_scale(values)
     return level, f"its median level {level:.3g}"
 

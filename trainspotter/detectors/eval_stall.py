@@ -32,10 +32,13 @@ the first evaluation, did not fall either (a model that learned in its first epo
 first-epoch mean train loss well above the next epoch's). A fine-tune that starts near
 its optimum improves by under 5%: not learning by this rule, and the message gives the
 numbers. Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level
-tests (2, 3) apply, no trend test. A log that starts late (its train loss's first step
-past `LATE_START`, 10%, of its last: a resumed run) holds none of the learning, so flat
-train and eval losses there are not called "not learning" unless at chance level; a
-run that really never learned and was resumed anyway is then missed.
+tests (2, 3) apply, no trend test. A metric already perfect at its first evaluation (an
+accuracy of 100%, a loss of 0) is not judged: it had nothing to improve on (a metric
+that is 100% because it counts something trivial is then not questioned here). A log
+that starts late (its train loss's first step past `LATE_START`, 10%, of its last: a
+resumed run) holds none of the learning, so flat train and eval losses there are not
+called "not learning" unless at chance level; a run that really never learned and was
+resumed anyway is then missed.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.eval_lattice import is_count_fraction
 from trainspotter.detectors.eval_noise import (
+    bounded_top,
     distance_to_ideal,
     higher_is_better,
     is_quality_metric,
@@ -121,6 +125,11 @@ def never_improved(run: Run, metric: str) -> EvalStall | None:
     x, y = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
     n = int(y.size)
     if n < MIN_EVALS:
+        return None
+    # Already perfect at the first evaluation (an accuracy of 100%, a loss of 0): there
+    # was nothing to improve on, so "never improved" would be untrue of the model.
+    top = bounded_top(metric, y) if higher else 0.0
+    if top is not None and (float(y[0]) >= top if higher else float(y[0]) <= top):
         return None
     badness = -y if higher else y  # lower is better from here on
     trend = stats.trend_test(x, badness)
