@@ -411,3 +411,19 @@ def test_an_eval_metric_perfect_from_its_first_evaluation_never_improved_by_no_r
         )
         found = eval_stall.not_learning_findings(run, "plateau", set(), train_reported=False)
         assert bool(found) is expected, (level, [f.title for f in found])
+
+
+def test_an_eval_loss_that_got_much_worse_is_not_called_not_learning() -> None:
+    """Best at its first evaluation, then 87% worse (after a train-loss climb): a
+    degradation, reported by overfitting and divergence; "never improved (not learning)"
+    would be untrue of a fine-tune that was best at once. The same start held flat is."""
+    steps = np.arange(1, 7) * 250
+    train_steps = np.arange(1, 61) * 25
+    train = 0.15 * np.exp(np.random.default_rng(9).normal(0, 0.02, train_steps.size))
+    for eval_loss, expected in (
+        (np.array([0.219, 0.31, 0.38, 0.41, 0.40, 0.42]), False),
+        (np.array([0.219, 0.222, 0.218, 0.221, 0.220, 0.223]), True),
+    ):
+        run = make_run({"train/loss": (train_steps, train), "eval/loss": (steps, eval_loss)})
+        found = eval_stall.not_learning_findings(run, "plateau", set(), train_reported=False)
+        assert bool(found) is expected, (eval_loss, [f.title for f in found])

@@ -29,7 +29,9 @@ learning (an epoch aggregate: Keras and Lightning evaluate at the end of the fir
 never improves on it once the model has converged within one epoch; the plateau side
 therefore reports a non-chance level only when the train loss, logged from before or at
 the first evaluation, did not fall either (a model that learned in its first epoch has a
-first-epoch mean train loss well above the next epoch's). A fine-tune that starts near
+first-epoch mean train loss well above the next epoch's), and never when the later
+half's median is 5% worse than the first evaluation (that eval degraded: a rise is the
+overfitting detector's, an echo of a train-loss climb divergence's). A fine-tune that starts near
 its optimum improves by under 5%: not learning by this rule, and the message gives the
 numbers. Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level
 tests (2, 3) apply, no trend test. A metric already perfect at its first evaluation (an
@@ -266,8 +268,8 @@ def not_learning_findings(
         if metric in skip or not is_quality_metric(metric):
             continue
         stall = never_improved(run, metric)
-        if stall is None:
-            continue
+        if stall is None or _got_worse(stall):
+            continue  # a degradation is overfitting's or divergence's, not "not learning"
         x, _ = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
         trend = train_trend(train, x, 0, 0.05)
         if train_fell(trend):
@@ -285,6 +287,14 @@ def not_learning_findings(
             continue
         findings.append(_not_learning_finding(detector, stall, trend))
     return findings
+
+
+def _got_worse(stall: EvalStall) -> bool:
+    """The later half's median `MIN_EFFECT` (5%) of the scale worse than the first
+    evaluation: the eval did not stand still, it degraded (an eval loss that rose 87%
+    after a train-loss climb is not a model that never learned)."""
+    sign = -1.0 if higher_is_better(stall.metric) else 1.0
+    return sign * (stall.later_median - stall.first) >= MIN_EFFECT * stall.scale
 
 
 def _not_learning_finding(detector: str, stall: EvalStall, trend: TrainTrend) -> Finding:
