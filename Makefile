@@ -9,7 +9,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-# The runtime alone (numpy, pandas, pyyaml and the package): what `demo` and `site` need.
+# The runtime alone (numpy, pandas, bottleneck, pyyaml and the package): what `demo` and
+# `site` need.
 RUN_VENV := .venv-run
 RUN_STAMP := $(RUN_VENV)/.installed-stamp
 DEMO_LOG := examples/divergence/trainer_state.json

@@ -10,7 +10,12 @@ import pytest
 import synth
 
 from trainspotter import names
-from trainspotter.detectors.eval_noise import DETECTOR, EvalNoiseParams, is_quality_metric
+from trainspotter.detectors.eval_noise import (
+    DETECTOR,
+    EvalNoiseParams,
+    floor_percent,
+    is_quality_metric,
+)
 from trainspotter.model import Finding, FloatArray, Run, Severity
 
 PARAMS = EvalNoiseParams()
@@ -164,3 +169,19 @@ def test_a_million_points_in_well_under_a_second() -> None:
     # Jitter sd 0.012 (half-normal 0.02) on a 0.063 level resolves 0.028, under half the
     # level: the late checkpoints are equal within it (info), not unrankable (warning).
     assert [f.severity for f in found] == [Severity.INFO]
+
+
+@pytest.mark.parametrize(
+    ("fraction", "text"),
+    [
+        (0.015, "1.5%"),
+        (0.1829, "18%"),
+        (0.186, "18%"),
+        (0.29, "29%"),
+        (0.0015, "0.15%"),
+        (1.5, "150%"),
+    ],
+)
+def test_a_lower_bound_percentage_is_rounded_down(fraction: float, text: str) -> None:
+    """ "At least 1.5%" was printed "at least 2%" (rounded up): untrue of the data."""
+    assert floor_percent(fraction) == text

@@ -91,6 +91,18 @@ _BOUNDED = re.compile(
 )
 
 
+def floor_percent(fraction: float) -> str:
+    """`fraction` as a percentage to 2 significant digits, rounded down: it is quoted as a
+    lower bound ("at least 1.5%"), which rounding up (":.0%" gave "2%") made untrue."""
+    value = 100.0 * fraction
+    if not math.isfinite(value) or value <= 0:
+        return f"{value:g}%"
+    decimals = max(0, 1 - math.floor(math.log10(value)))
+    scale = 10.0**decimals
+    # + 1e-9: 100 * 0.29 is 28.999999999999996 in binary floating point, not under 29.
+    return f"{math.floor(value * scale + 1e-9) / scale:.{decimals}f}%"
+
+
 def bounded_top(metric: str, values: FloatArray) -> float | None:
     """1 or 100, the best value of a bounded higher-is-better metric (by its name) whose
     finite values all lie within [0, 1] or [0, 100]; None otherwise."""
@@ -319,7 +331,7 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
     if floor is None:
         jitter = (
             f"jitters by about {sigma:.3g} (robust sigma of second differences; at least "
-            f"{sigma_low:.3g} at 95% confidence, {relative:.0%} of its median level "
+            f"{sigma_low:.3g} at 95% confidence, {floor_percent(relative)} of its median level "
             f"{level:.3g}) from one evaluation to the next"
         )
     else:
@@ -352,7 +364,7 @@ def _check(metric: str, series: Series, params: EvalNoiseParams) -> Finding | No
         )
         title = (
             f"{metric}: late checkpoints equal within its jitter "
-            f"(at least {relative:.0%} of its level)"
+            f"(at least {floor_percent(relative)} of its level)"
         )
     return Finding(
         detector=NAME,
