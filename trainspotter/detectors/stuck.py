@@ -17,7 +17,7 @@ import numpy as np
 from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.base import fmt
-from trainspotter.detectors.eval_noise import distance_to_ideal, higher_is_better
+from trainspotter.detectors.eval_noise import bounded_top, higher_is_better
 from trainspotter.model import Evidence, Finding, FloatArray, Severity
 
 MIN_DIGITS = 3
@@ -204,13 +204,11 @@ room can still be a large change (a macro-F1 over thousands of labels growing 0.
 
 
 def _ceiling(metric: str, y: FloatArray) -> float | None:
-    """1 or 100 for a bounded accuracy-like metric (`eval_noise.distance_to_ideal`), None
-    when the scale is ambiguous: values just above 1 with a median under 1 are a fraction
-    gone wrong (an F1 of 1.06) as often as a percentage under 1%."""
-    room, _ = distance_to_ideal(metric, y)
-    median = float(np.median(y))
-    top = next((c for c in (1.0, 100.0) if np.isclose(median + room, c)), None)
-    return None if top == 100.0 and median < 1.0 else top
+    """1 or 100 for a bounded accuracy-like metric (`eval_noise.bounded_top`), None when
+    the scale is ambiguous: values just above 1 with a median under 1 are a fraction gone
+    wrong (an F1 of 1.06) as often as a percentage under 1%."""
+    top = bounded_top(metric, y)
+    return None if top == 100.0 and float(np.median(y)) < 1.0 else top
 
 
 def _steps_text(count: float) -> str:
