@@ -91,7 +91,7 @@ class Monitor:
     the LR-schedule check tell a warmup still running from one that never ends).
     `framework`: the training framework calling `log` ("transformers", "lightning",
     "keras" or "pytorch"), so fixes name its knobs; when None, the source format decides
-    (a plain loop gets the PyTorch wording)."""
+    (a loop that names none gets the PyTorch call and the Keras argument side by side)."""
 
     def __init__(
         self,

@@ -11,7 +11,10 @@ whose meta names its framework (`meta["framework"]`) is taken at its word: a liv
 `Monitor(framework=...)` sets it, since a training loop knows what it is, and so does the
 TensorBoard reader when the event files carry their logger's marks (`readers/_event_writer.py`:
 transformers' `args` summary, Lightning's `hparams.yaml`, Keras's callback layout written
-by TensorFlow). Any other log gets the plain-PyTorch wording.
+by TensorFlow). Any other log (a plain CSV or JSONL, a W&B export, printed output, an event
+file with no logger's marks) names no framework: PyTorch and TensorFlow loops write all of
+these alike, so its fix gives the PyTorch call and the Keras/TensorFlow argument side by
+side rather than guess one and be wrong about the user's code.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ Framework = Literal["transformers", "lightning", "keras", "pytorch"]
 FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
 
 
-def framework(run: Run) -> Framework:
-    """The framework the run declares or its log's format points to; plain PyTorch when
-    neither says."""
+def framework(run: Run) -> Framework | None:
+    """The framework the run declares or its log's format points to; None when neither
+    says."""
     declared = run.meta.get("framework")
     if declared in FRAMEWORKS:
         return declared  # type: ignore[no-any-return]
@@ -36,7 +39,7 @@ def framework(run: Run) -> Framework:
         return "lightning"
     if run.source_format == "csv" and run.meta.get("step_column") == "epoch":
         return "keras"
-    return "pytorch"
+    return None
 
 
 def clipping_fix(run: Run) -> str:
@@ -50,6 +53,9 @@ def clipping_fix(run: Run) -> str:
         "already on",
         "pytorch": "Enable gradient clipping: torch.nn.utils.clip_grad_norm_(model.parameters(), "
         "max_norm=1.0) before optimizer.step(), or lower it if it is already on",
+        None: "Enable gradient clipping at a max norm of about 1.0 (PyTorch: torch.nn.utils."
+        "clip_grad_norm_(model.parameters(), max_norm=1.0) before optimizer.step(); Keras or "
+        "TensorFlow: the optimizer's clipnorm=1.0), or lower it if it is already on",
     }[framework(run)]
 
 
@@ -65,6 +71,10 @@ def warmup_fix(run: Run) -> str:
             "CosineDecay(warmup_target=..., warmup_steps=...))",
             "pytorch": "(torch.optim.lr_scheduler.LinearLR(start_factor=0.01, total_iters=...) "
             "chained before the main scheduler with SequentialLR)",
+            None: "(PyTorch: torch.optim.lr_scheduler.LinearLR(start_factor=0.01, "
+            "total_iters=...) chained before the main scheduler with SequentialLR; Keras or "
+            "TensorFlow: keras.optimizers.schedules.CosineDecay(warmup_target=..., "
+            "warmup_steps=...))",
         }[framework(run)]
     )
 

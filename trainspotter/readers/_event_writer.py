@@ -23,8 +23,8 @@ tests/data/tb_writers/), never metric names an ordinary PyTorch loop could also 
 The verdict goes to `meta["framework"]` (which `detectors/idioms.py` reads) with the
 evidence in `meta["framework_evidence"]`, only when every file that shows evidence points
 to the same framework; files showing none (Keras's `validation/` folder without epoch tags,
-a plain `SummaryWriter`) do not veto. With no evidence nothing is recorded and fixes use the
-plain-PyTorch wording.
+a plain `SummaryWriter`) do not veto. With no evidence nothing is recorded and fixes name the
+PyTorch call and the Keras/TensorFlow argument side by side.
 
 False-positive modes: a plain PyTorch script that saves its own `hparams.yaml` next to its
 event file is taken for Lightning (as is a framework built on Lightning, e.g. NeMo, whose
