@@ -98,10 +98,24 @@ def test_a_long_preamble_is_sniffed_further(make_file: MakeFile) -> None:
     path = make_file("train_log.txt", preamble + trl)
     assert detect_format(path, str(path))[0].name == "stdout"
     assert len(read_log(path).metrics["train/loss"]) == 12
-    # Many short lines without a progress line are not read further: not a training log.
-    short = make_file("notes.txt", "a line of prose and nothing more\n" * 4000 + trl)
+    # Only the progress lines count: a megabyte of prose is not a training log.
+    prose = make_file("notes.txt", "a line of prose about a model and nothing more\n" * 30_000)
     with pytest.raises(Exception, match="unrecognised log format"):
-        detect_format(short, str(short))
+        detect_format(prose, str(prose))
+
+
+@pytest.mark.parametrize("preamble_lines", [500, 3000])
+def test_a_dataset_loading_preamble_of_many_short_lines_is_read_past(
+    make_file: MakeFile, preamble_lines: int
+) -> None:
+    """Scripts print thousands of short lines while they load data (`Scan 100/4541...`)
+    before the first training line: a file under the 64 KiB head (500 lines) and one past
+    it (3,000) are both printed training output."""
+    trl = stdout_fixture("trl_sft.log").read_text(encoding="utf-8")
+    preamble = "".join(f"  Scan {i}/4541...\n" for i in range(preamble_lines))
+    path = make_file("training.log", "Loading configuration...\n" + preamble + trl)
+    assert detect_format(path, str(path))[0].name == "stdout"
+    assert len(read_log(path).metrics["train/loss"]) == 12
 
 
 def test_evaluation_lines_in_a_row_keep_their_own_steps(make_file: MakeFile) -> None:

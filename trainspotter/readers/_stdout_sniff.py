@@ -15,10 +15,11 @@ SCORE = 60
 so a file another reader can parse is never taken."""
 
 SNIFF_LINES = 400
-DEEP_SNIFF_AFTER = 32 * 1024
-"""A head this long (the sniffed head is 64 KiB) that holds fewer than SNIFF_LINES lines
-and no progress line is sniffed further, up to DEEP_SNIFF_BYTES."""
 DEEP_SNIFF_BYTES = 1024 * 1024
+"""A file whose head holds no progress line is read this far for two of them: scripts print
+a config, prompts or a dataset-loading progress (`Scan 100/4541...`, thousands of short
+lines) before the first training line. The cost, paid only by a file whose head is not
+recognised, is one pass of the line parser over at most this much text."""
 
 
 def sniff_printed_output(path: Path, head: str) -> int:
@@ -27,8 +28,9 @@ def sniff_printed_output(path: Path, head: str) -> int:
     return sniff_text(head) or _sniff_further(path, head)
 
 
-def sniff_text(head: str) -> int:
-    """SCORE when the head of a file holds a progress line and is not JSON, else 0."""
+def sniff_text(head: str, max_lines: int | None = SNIFF_LINES) -> int:
+    """SCORE when the head of a file holds a progress line and is not JSON, else 0 (only
+    its first `max_lines` lines are looked at; None: all)."""
     if "\x00" in head:
         return 0
     start = first_line(head).strip("\ufeff \t\r")
@@ -41,7 +43,7 @@ def sniff_text(head: str) -> int:
     # a sentence (a README, a report) is not a training log.
     found = seen = 0
     parser = ShapeParser()
-    for line in lines[:SNIFF_LINES]:
+    for line in lines[:max_lines]:
         for segment in SEGMENTS.split(clean(line)):
             if segment.strip():
                 seen += 1
@@ -52,16 +54,15 @@ def sniff_text(head: str) -> int:
 
 
 def _sniff_further(path: Path, head: str) -> int:
-    """`sniff_text` on up to DEEP_SNIFF_BYTES of the file when the head was a few long lines
-    without a progress line (a prompt or config dump printed before training starts): a
-    head of many short lines without one is not printed training output."""
-    if head.count("\n") >= SNIFF_LINES or len(head) < DEEP_SNIFF_AFTER:
-        return 0
+    """Two progress lines anywhere in the file's first DEEP_SNIFF_BYTES, when its head had
+    none: a long preamble printed before training starts (a prompt or config dump, a
+    dataset-loading progress)."""
     try:
         with path.open("rb") as fh:
             raw = fh.read(DEEP_SNIFF_BYTES)
     except OSError:
         return 0
-    if len(raw) <= len(head.encode("utf-8", errors="replace")):
-        return 0
-    return sniff_text(raw.decode("utf-8", errors="replace"))
+    whole_head_seen = head.count("\n") < SNIFF_LINES
+    if whole_head_seen and len(raw) <= len(head.encode("utf-8", errors="replace")):
+        return 0  # the head was the whole file, and every line of it was looked at
+    return sniff_text(raw.decode("utf-8", errors="replace"), max_lines=None)
