@@ -278,6 +278,7 @@ class HfTrainerStateReader(FolderLogReader):
             builder.note(
                 f"log_history holds {what}: no curve to analyse"
                 + (f" ({context})" if context else "")
+                + _summary_loss(summaries)
             )
             builder.meta["step_column"] = STEP_KEY
             return builder.build()
@@ -375,3 +376,13 @@ class HfTail(FollowedLog[HfTrainerStateReader]):
 
 
 READER = HfTrainerStateReader()
+
+
+def _summary_loss(summaries: list[dict[str, Any]]) -> str:
+    """The run summary's train_loss, in words that say what it is (the Trainer's mean of
+    the loss over the whole run), for a log whose only trace of the loss it is: the one
+    number that still shows a run that blew up (1.8e+11) or never learned."""
+    loss = summaries[-1].get("train_loss") if summaries else None
+    if isinstance(loss, bool) or not isinstance(loss, int | float):
+        return ""
+    return f"; its summary's train_loss (the mean over the whole run) is {loss:.4g}"
