@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from trainspotter.names import NOT_MAPPED, is_loss_like, markdown_table, normalize
+from trainspotter.names import (
+    NOT_MAPPED,
+    adversarial_losses,
+    is_loss_like,
+    markdown_table,
+    normalize,
+)
 
 SPELLINGS = {
     "train/loss": [
@@ -89,3 +95,24 @@ def test_look_alikes_are_not_mapped(raw: str) -> None:
 def test_the_documented_table_is_the_code() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "metric-names.md").read_text()
     assert markdown_table() in doc, "regenerate docs/metric-names.md from names.markdown_table()"
+
+
+@pytest.mark.parametrize(
+    ("logged", "players"),
+    [
+        (["Gen Loss", "Disc Loss"], {"Gen Loss", "Disc Loss"}),
+        # pix2pix: the L1 term is supervised and still ought to fall; val_ is judged as eval.
+        (
+            ["loss_G", "loss_D", "loss_G_adv", "loss_G_l1", "val_loss_G"],
+            {"loss_G", "loss_D", "loss_G_adv"},
+        ),
+        (["generator_loss", "critic_loss"], {"generator_loss", "critic_loss"}),  # WGAN
+        (["Loss_D", "Loss_G", "D(x)"], {"Loss_D", "Loss_G"}),  # DCGAN's printed names
+        (["lossG", "lossD", "loss_G_L1"], {"lossG", "lossD"}),
+        # One player alone, or no player, is no GAN.
+        (["train/loss", "d_loss"], set()),
+        (["train/loss", "eval/loss", "grad_norm"], set()),
+    ],
+)
+def test_a_gans_player_losses_are_recognised(logged: list[str], players: set[str]) -> None:
+    assert adversarial_losses(logged) == players

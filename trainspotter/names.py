@@ -11,7 +11,7 @@ This module does not read files; readers call `normalize` on each column or tag 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 TRAIN_LOSS = "train/loss"
 EVAL_LOSS = "eval/loss"
@@ -191,6 +191,72 @@ def is_eval(name: str) -> bool:
     """True for evaluation/validation metrics (canonical `eval/*` or val/valid/test prefixes)."""
     lowered = name.lower()
     return lowered.startswith(("eval/", "eval_", "val/", "val_", "valid", "validation", "test"))
+
+
+_WORDS = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
+_GENERATOR = frozenset({"g", "gen", "generator"})
+_DISCRIMINATOR = frozenset({"d", "dis", "disc", "discriminator", "critic"})
+_ADVERSARIAL = _GENERATOR | _DISCRIMINATOR | {"adv", "adversarial", "gan"}
+_SUPERVISED_TERM = frozenset(
+    {
+        "l1",
+        "l2",
+        "mse",
+        "mae",
+        "rec",
+        "recon",
+        "reconstruction",
+        "pixel",
+        "cycle",
+        "identity",
+        "idt",
+        "perceptual",
+        "vgg",
+        "content",
+        "feat",
+        "fm",
+        "kl",
+        "kld",
+    }
+)
+
+
+def name_words(name: str) -> list[str]:
+    """The lower-case words of a metric name, split at separators and case changes, digits
+    kept with the word they follow: `loss_G_adv` -> loss, g, adv; `lossD` -> loss, d;
+    `Gen Loss` -> gen, loss; `loss_G_L1` -> loss, g, l1."""
+    return [word.lower() for word in _WORDS.findall(name)]
+
+
+def adversarial_losses(metrics: Iterable[str]) -> frozenset[str]:
+    """The train-side losses of a GAN's two players, which need not fall: each player's
+    loss moves with the other's skill (a generator's loss rising while the discriminator
+    improves is the game, not a divergence).
+
+    A run is a GAN when it logs a loss named for a generator (`g`, `gen`, `generator`) and
+    one named for a discriminator or critic (`d`, `dis`, `disc`, `discriminator`,
+    `critic`). Its adversarial losses are then the non-eval losses that name either
+    player or `adv`/`adversarial`/`gan`, except a supervised term (`loss_G_l1`, a
+    reconstruction, cycle, perceptual or KL term), which still ought to fall. One player's
+    loss alone (a `d_loss` in a run without a generator) says nothing.
+    """
+    losses = {name: set(name_words(name)) for name in metrics if is_loss_like(name)}
+    if not (
+        any(words & _GENERATOR for words in losses.values())
+        and any(words & _DISCRIMINATOR for words in losses.values())
+    ):
+        return frozenset()
+    return frozenset(
+        name
+        for name, words in losses.items()
+        if words & _ADVERSARIAL and not _supervised(words) and not is_eval(name)
+    )
+
+
+def _supervised(words: set[str]) -> bool:
+    return any(
+        word in _SUPERVISED_TERM or word.rstrip("0123456789") in _SUPERVISED_TERM for word in words
+    )
 
 
 def markdown_table() -> str:

@@ -28,7 +28,7 @@ from trainspotter.detectors.divergence.rise import (
     transient_rises,
 )
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
-from trainspotter.names import EVAL_LOSS, is_eval, is_loss_like
+from trainspotter.names import EVAL_LOSS, adversarial_losses, is_eval, is_loss_like
 
 __all__ = ["DETECTOR", "NAME", "DivergenceDetector", "DivergenceParams"]
 
@@ -143,7 +143,8 @@ class DivergenceDetector(
     **False-positive modes.** A deliberate rise: a curriculum or data-mixture change that
     makes later batches harder; a run that ends in the middle of a warm-restart cycle whose
     loss has not yet come down (the falling-second-half guard covers the common case);
-    adversarial (GAN) and reinforcement-learning losses, which need not decrease; a loss
+    reinforcement-learning losses, which need not decrease (a GAN's are recognised by
+    `names.adversarial_losses` and get no rise verdict, only the non-finite check); a loss
     logged as a cumulative or running average over something that grows. Non-finite values
     that a logger writes for "not computed at this step" (instead of leaving the cell
     empty) look like NaNs.
@@ -175,8 +176,9 @@ class DivergenceDetector(
         findings = [nonfinite_finding(run, group, params, lead_in) for group in incidents(episodes)]
         has_train_loss = any(is_loss_like(n) and not is_eval(n) for n in run.metrics)
         drifts: dict[str, Finding] = {}
+        players = adversarial_losses(run.metrics)  # a GAN's losses need not fall
         for name, series in run.metrics.items():
-            if not is_loss_like(name) or (is_eval(name) and has_train_loss):
+            if not is_loss_like(name) or (is_eval(name) and has_train_loss) or name in players:
                 continue
             x, y = _finite(series)
             if y.size < params.drift_min_points:

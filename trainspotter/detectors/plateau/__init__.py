@@ -24,7 +24,14 @@ from trainspotter.detectors.plateau.verdicts import (
     stalled,
 )
 from trainspotter.model import Evidence, Finding, Run, Severity
-from trainspotter.names import EVAL_LOSS, LR, TRAIN_LOSS, is_eval, is_loss_like
+from trainspotter.names import (
+    EVAL_LOSS,
+    LR,
+    TRAIN_LOSS,
+    adversarial_losses,
+    is_eval,
+    is_loss_like,
+)
 
 __all__ = ["DETECTOR", "NAME", "PlateauDetector", "PlateauParams"]
 
@@ -227,11 +234,18 @@ class PlateauDetector(
         """At most one finding per watched loss: the run's flat tail, judged."""
         findings: list[Finding] = []
         watched = _watched_losses(run)
+        players = adversarial_losses(run.metrics)
         for name in [*watched, *(m for m in sorted(run.metrics) if m not in watched)]:
             if name not in watched and not is_quality_metric(name):
                 continue
             x, y = stats.finite_xy(run.metrics[name].steps, run.metrics[name].values)
             judged = _judge(run, name, params) if name in watched else None
+            if (
+                judged is not None
+                and name in players
+                and "frozen_since_step" not in judged.evidence
+            ):
+                judged = None  # a GAN player's loss need not fall; a collapse is still one
             if judged is not None and "frozen_since_step" in judged.evidence:
                 # Fell, then froze (exactly or nearly): a collapse says more than "stuck".
                 findings.append(judged)
