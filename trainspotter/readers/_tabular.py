@@ -45,6 +45,7 @@ from trainspotter.errors import InputError
 from trainspotter.model import FloatArray, IntArray, Run, Series
 from trainspotter.names import normalize
 from trainspotter.readers._appended import EPOCH_METRIC, find_runs
+from trainspotter.readers._epoch_steps import steps_across_epochs
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -409,6 +410,7 @@ def table_to_run(
             choice = StepChoice(None)
         else:
             steps, has_step = resolved
+            _count_across_epochs(table, step_column, steps, has_step, builder)
     elif row_count:
         builder.note(
             "no step column (looked for "
@@ -463,3 +465,25 @@ def table_to_run(
             )
         )
     return builder.build()
+
+
+def _count_across_epochs(
+    table: Table, step_column: str, steps: IntArray, has_step: BoolArray, builder: RunBuilder
+) -> None:
+    """Rewrite `steps` in place when the step column starts again at every epoch
+    (`_epoch_steps.py`), with a note saying how they were counted."""
+    epoch_column = next(
+        (raw for raw in table.columns if raw.strip().lower() in EPOCH_COLUMN_NAMES), None
+    )
+    if epoch_column is None or epoch_column == step_column:
+        return
+    epoch = table.columns[epoch_column]
+    counted = steps_across_epochs(steps, has_step, epoch.values, epoch.present)
+    if counted is None:
+        return
+    steps[:], length = counted
+    builder.meta["steps_per_epoch"] = length
+    builder.note(
+        f"{step_column!r} starts again at every new {epoch_column!r}: steps are counted "
+        f"across epochs as ({epoch_column} - first {epoch_column}) x {length} + {step_column}"
+    )
