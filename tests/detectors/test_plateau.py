@@ -427,3 +427,29 @@ def test_an_eval_loss_that_got_much_worse_is_not_called_not_learning() -> None:
         run = make_run({"train/loss": (train_steps, train), "eval/loss": (steps, eval_loss)})
         found = eval_stall.not_learning_findings(run, "plateau", set(), train_reported=False)
         assert bool(found) is expected, (eval_loss, [f.title for f in found])
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "stuck"),
+    [
+        ("acc", [0.0] * 100, True),  # a train accuracy never computed (integer division)
+        ("train_acc_step_epoch", [0.0] * 10, True),
+        ("train_accuracy", [0.1, 0.4, 0.7, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], False),
+        # Not a rate of right answers: whole words only.
+        ("grad_accum_steps", [0.0] * 20, False),
+        ("train/acc", [0.2, 0.5, 0.7, 0.81, 0.86, 0.9, 0.92, 0.93, 0.94, 0.95], False),
+    ],
+)
+def test_a_train_accuracy_that_never_moves_is_stuck(
+    name: str, values: list[float], stuck: bool
+) -> None:
+    """A train-side accuracy is checked for an exact repeat like an eval metric; the band
+    rule (an eval metric near a constant) stays eval-only."""
+    steps = np.arange(1, len(values) + 1)
+    loss = 2.0 * np.exp(-steps / 20)
+    run = make_run({"train/loss": (steps, loss), name: (steps, np.array(values))})
+    found = [f for f in _loud(run) if f.metric == name]
+    assert bool(found) is stuck, found
+    if stuck:
+        assert "stuck at exactly 0" in found[0].title
+        assert "batches it is computed on" in " ".join(found[0].fixes)

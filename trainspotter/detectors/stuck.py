@@ -35,6 +35,20 @@ NEAR_PERFECT_MISSES = 3
 one to three hard examples of a 36-example set wrong, so 97.22% (35 of 36) repeats."""
 
 
+_TRAIN_RATE_WORDS = frozenset(
+    {"acc", "accuracy", "f1", "iou", "miou", "dice", "jaccard", "precision", "recall", "auc"}
+)
+
+
+def is_train_rate(metric: str) -> bool:
+    """A train-side metric named like a rate of right answers (`acc`, `train_accuracy`,
+    `train_acc_step_epoch`, `dice`...): plateau checks it for an exact repeat, as it does
+    eval metrics, since one that never moves while the model trains is computed from
+    something other than the model's output. Whole words only (`grad_accum` is no
+    accuracy)."""
+    return not names.is_eval(metric) and bool(_TRAIN_RATE_WORDS & set(names.name_words(metric)))
+
+
 def logged_text(value: float) -> str:
     """`value` as it was most likely logged: the shortest text that round-trips, in float32
     when the value is a float32 (TensorBoard, Keras)."""
@@ -133,12 +147,14 @@ def stuck_finding(
             "model predicts one class only (F1, precision or recall of a class it never "
             "predicts is 0) or the metric is not computed from the model's output."
         )
+        data = "eval set" if names.is_eval(metric) else "batches it is computed on"
         fixes: tuple[str, ...] = (
-            f"Count the predictions per class on the eval set: if the class {metric} "
+            f"Count the predictions per class on the {data}: if the class {metric} "
             "measures is never predicted, weight the loss by class (pos_weight, "
             "class_weight) or resample the training data.",
-            f"Check what {metric} is computed from: the model's predictions on the eval set, "
-            "after the forward pass, with the right argmax/threshold and label encoding.",
+            f"Check what {metric} is computed from: the model's predictions on the {data}, "
+            "after the forward pass, with the right argmax/threshold and label encoding "
+            "(an integer division, or a comparison of tensors of different shapes, gives 0).",
         )
     elif names.is_eval(metric) and not is_loss:
         meaning = (

@@ -124,7 +124,9 @@ class PlateauDetector(
          says "nothing is wrong": it sees one loss, and the same report may warn about
          another metric.
     5. *Stuck* (warning, `stuck.py`, before all of the above and on 3 points, not 12): a
-       watched loss or an eval quality metric (`eval_noise.is_quality_metric`) whose last
+       watched loss, an eval quality metric (`eval_noise.is_quality_metric`) or a
+       train-side accuracy-like metric (`stuck.is_train_rate`: acc, accuracy, F1, IoU,
+       Dice, precision, recall, AUC as whole words of its name) whose last
        `min_constant_points` (3) or more points, and at least `min_constant_fraction` (50%)
        of its points, repeat one value exactly (within `constant_tolerance`, 1e-6 of it:
        float32 round-off). The value must show at least 3 significant digits as logged
@@ -199,6 +201,8 @@ class PlateauDetector(
     that re-logs a cached value between real evaluations looks stuck. An accuracy-like
     metric at 0 throughout can be true of a hard task early on (exact match of generated
     text in a short run): the warning is still true of the data, and says what 0 means.
+    A train-side accuracy logged per step on small batches repeats lattice values (63/64);
+    the near-perfect rule keeps those out, and a train accuracy at 1.0 has too few digits.
     Not learning on a noisy loss: a loss that fell a little over a short, very noisy log
     (under about 10% plus twice the smoothing error: ~20% for 50 points with 18% scatter)
     and without a significant trend is called not learning; its medians moved less than
@@ -236,7 +240,8 @@ class PlateauDetector(
         watched = _watched_losses(run)
         players = adversarial_losses(run.metrics)
         for name in [*watched, *(m for m in sorted(run.metrics) if m not in watched)]:
-            if name not in watched and not is_quality_metric(name):
+            eval_metric = is_quality_metric(name)
+            if name not in watched and not eval_metric and not stuck.is_train_rate(name):
                 continue
             x, y = stats.finite_xy(run.metrics[name].steps, run.metrics[name].values)
             judged = _judge(run, name, params) if name in watched else None
@@ -259,7 +264,7 @@ class PlateauDetector(
                 min_fraction=params.min_constant_fraction,
                 tolerance=params.constant_tolerance,
             )
-            if finding is None and name not in watched:
+            if finding is None and eval_metric and name not in watched:
                 finding = stuck.band_finding(NAME, name, x, y)
             if finding is None:
                 finding = judged
