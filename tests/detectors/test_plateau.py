@@ -453,3 +453,27 @@ def test_a_train_accuracy_that_never_moves_is_stuck(
     if stuck:
         assert "stuck at exactly 0" in found[0].title
         assert "batches it is computed on" in " ".join(found[0].fixes)
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "stuck"),
+    [
+        # float32 0.2 at every evaluation, the loss moving: one class predicted of five.
+        ("val_accuracy", [float(np.float32(0.2))] * 8, True),
+        ("eval/accuracy", [0.1] * 12, True),  # CIFAR-10's chance level
+        ("eval/accuracy", [0.5] * 6, True),
+        # Not exactly a unit fraction at every point, or not an accuracy: the digit rule.
+        ("eval/accuracy", [0.5, 0.5, 0.5, 0.75, 0.5, 0.5], False),
+        ("eval/accuracy", [0.3] * 8, False),
+        ("eval/loss", [0.5] * 8, False),
+    ],
+)
+def test_an_accuracy_exactly_at_a_chance_share_is_stuck_despite_its_few_digits(
+    name: str, values: list[float], stuck: bool
+) -> None:
+    steps = np.arange(10, 10 + len(values))
+    run = make_run({name: (steps, np.array(values)), "train/loss": (steps, 2.0 / (steps - 8))})
+    found = [f for f in _loud(run) if f.metric == name and "stuck" in f.title]
+    assert bool(found) is stuck, found
+    if stuck:
+        assert "predicts one class for every example" in found[0].message

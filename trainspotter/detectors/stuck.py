@@ -49,6 +49,26 @@ def is_train_rate(metric: str) -> bool:
     return not names.is_eval(metric) and bool(_TRAIN_RATE_WORDS & set(names.name_words(metric)))
 
 
+MAX_CLASSES = 100
+"""`chance_share` knows chance levels 1/2 ... 1/MAX_CLASSES."""
+
+
+def chance_share(metric: str, y: FloatArray) -> int | None:
+    """k when an accuracy-like metric is exactly 1/k (k from 2 to `MAX_CLASSES`, as logged:
+    float32 round-off allowed) at every point: the share of one class in a balanced k-class
+    set, which a model scores by predicting that class for everything (0.1 on CIFAR-10,
+    0.5 on a balanced binary set). Few digits, yet no rounding artefact: one value, exactly
+    a unit fraction, at every evaluation. None otherwise."""
+    if higher_is_better(metric) is not True or y.size == 0:
+        return None
+    value = float(y[0])
+    if not 0.0 < value <= 0.5:
+        return None
+    k = round(1.0 / value)
+    exact = np.abs(y - 1.0 / k) <= 1e-6 * (1.0 / k)
+    return k if 2 <= k <= MAX_CLASSES and bool(np.all(exact)) else None
+
+
 def logged_text(value: float) -> str:
     """`value` as it was most likely logged: the shortest text that round-trips, in float32
     when the value is a float32 (TensorBoard, Keras)."""
@@ -122,12 +142,14 @@ def stuck_finding(
     # An accuracy-like metric at exactly 0 at every point is no rounding artefact: not one
     # example was ever right by it (a class that is never predicted scores F1 0).
     never_right = value == 0.0 and higher_is_better(metric) is True and bool(np.all(y == 0.0))
-    if significant_digits(value) < MIN_DIGITS and not never_right:
+    chance = chance_share(metric, y)
+    if significant_digits(value) < MIN_DIGITS and not never_right and chance is None:
         return None
     count = constant_tail(y, tolerance)
     is_loss = names.is_loss_like(metric)
     ceiling = _ceiling(metric, y) if higher_is_better(metric) is True else None
-    score = small_eval_set_score(value, ceiling) if ceiling and not never_right else None
+    exact_share = never_right or chance is not None  # not a tiny set's near-perfect score
+    score = small_eval_set_score(value, ceiling) if ceiling and not exact_share else None
     if score is not None and score[1] - score[0] <= NEAR_PERFECT_MISSES:
         return None  # all but 1-3 of a tiny eval set right: a converged model repeats that
     if count < max(min_points, int(np.ceil(min_fraction * y.size))):
@@ -155,6 +177,20 @@ def stuck_finding(
             f"Check what {metric} is computed from: the model's predictions on the {data}, "
             "after the forward pass, with the right argmax/threshold and label encoding "
             "(an integer division, or a comparison of tensors of different shapes, gives 0).",
+        )
+    elif chance is not None:
+        meaning = (
+            f"exactly 1/{chance} at every point is what a model scores that predicts one "
+            f"class for every example when that class is 1/{chance} of the set (as in a "
+            f"balanced {chance}-class set), or {metric} is not computed from the model's "
+            "output."
+        )
+        fixes = (
+            "Check that the loss falls and the predictions vary: a classifier that outputs "
+            "one class is not learning (an LR too high or too low, labels that do not match "
+            "inputs, a final activation that saturates).",
+            f"Check what {metric} is computed from: the model's predictions, after the "
+            "forward pass, with the right argmax/threshold and label encoding.",
         )
     elif names.is_eval(metric) and not is_loss:
         meaning = (

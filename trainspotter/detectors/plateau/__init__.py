@@ -133,7 +133,9 @@ class PlateauDetector(
        (0.72414, 0.4874342; not 0.0, 1.0, 0.95 or a loss rounded to 0.0001, which repeat by
        rounding or saturation), except an accuracy-like metric at exactly 0 at every
        point: not one example was ever right by it (`lightning_majority_class`: a classifier
-       that never predicts the minority class has val_f1 0.0 at all 30 evaluations).
+       that never predicts the minority class has val_f1 0.0 at all 30 evaluations), and
+       one at exactly 1/k (k = 2..100, `stuck.chance_share`) at every point: the score of
+       predicting one class for everything when it is 1/k of the set (0.1 on CIFAR-10).
        An accuracy-like metric must repeat over all its points or at a value worse than
        its best (an accuracy that settled at its best converged).
        A loss that never changes is a dead model (zero gradients, LR 0, a stale logged
@@ -201,6 +203,8 @@ class PlateauDetector(
     that re-logs a cached value between real evaluations looks stuck. An accuracy-like
     metric at 0 throughout can be true of a hard task early on (exact match of generated
     text in a short run): the warning is still true of the data, and says what 0 means.
+    An accuracy at exactly 1/k throughout on an eval set of k examples or fewer (a debug
+    set of 2) is reported although such a set cannot show much else.
     A train-side accuracy logged per step on small batches repeats lattice values (63/64);
     the near-perfect rule keeps those out, and a train accuracy at 1.0 has too few digits.
     Not learning on a noisy loss: a loss that fell a little over a short, very noisy log
