@@ -477,3 +477,24 @@ def test_an_accuracy_exactly_at_a_chance_share_is_stuck_despite_its_few_digits(
     assert bool(found) is stuck, found
     if stuck:
         assert "predicts one class for every example" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "stuck"),
+    [
+        ("train/loss", [0.0] * 9, True),  # never computed: nothing was trained
+        ("train/loss", [0.4, 0.1, 0.01, 0.0, 0.0, 0.0, 0.0], False),  # rounded once converged
+        ("aug_loss", [0.0] * 9, False),  # a disabled auxiliary term
+    ],
+)
+def test_a_train_loss_at_exactly_zero_from_its_first_point_is_stuck(
+    name: str, values: list[float], stuck: bool
+) -> None:
+    steps = np.arange(1, len(values) + 1)
+    metrics = {name: (steps, np.array(values))}
+    if name != "train/loss":
+        metrics["train/loss"] = (steps, 2.0 / steps)
+    found = [f for f in _loud(make_run(metrics)) if f.metric == name and "stuck" in f.title]
+    assert bool(found) is stuck, found
+    if stuck:
+        assert "nothing was trained" in found[0].message

@@ -143,7 +143,12 @@ def stuck_finding(
     # example was ever right by it (a class that is never predicted scores F1 0).
     never_right = value == 0.0 and higher_is_better(metric) is True and bool(np.all(y == 0.0))
     chance = chance_share(metric, y)
-    if significant_digits(value) < MIN_DIGITS and not never_right and chance is None:
+    # The run's train loss at exactly 0 from its first point never drove an update: no
+    # converged loss rounds to 0 at the first logged step. (A disabled auxiliary term, an
+    # `aug_loss` of 0, is another metric and keeps the digit rule.)
+    zero_loss = metric == names.TRAIN_LOSS and bool(np.all(y == 0.0))
+    exact_meaning = never_right or zero_loss or chance is not None
+    if significant_digits(value) < MIN_DIGITS and not exact_meaning:
         return None
     count = constant_tail(y, tolerance)
     is_loss = names.is_loss_like(metric)
@@ -163,14 +168,26 @@ def stuck_finding(
         if whole
         else f"at its last {count} of {y.size} logged points (steps {since}-{int(x[-1])})"
     )
-    if never_right:
+    if zero_loss:
+        meaning = (
+            "a train loss of exactly 0 from the first logged point gives no gradient: "
+            "nothing was trained (the loss is not computed, is multiplied by a weight of "
+            "0, or the value logged is not the one backpropagated)."
+        )
+        fixes: tuple[str, ...] = (
+            "Print the loss of one batch before backward(): if it is 0, check the loss "
+            "weights and what the loss is computed from.",
+            "Check that the logged value is the loss that is backpropagated, not a "
+            "variable initialised to 0 and never updated.",
+        )
+    elif never_right:
         meaning = (
             "an accuracy-like metric that is 0 at every point was never right once: the "
             "model predicts one class only (F1, precision or recall of a class it never "
             "predicts is 0) or the metric is not computed from the model's output."
         )
         data = "eval set" if names.is_eval(metric) else "batches it is computed on"
-        fixes: tuple[str, ...] = (
+        fixes = (
             f"Count the predictions per class on the {data}: if the class {metric} "
             "measures is never predicted, weight the loss by class (pos_weight, "
             "class_weight) or resample the training data.",

@@ -135,7 +135,9 @@ class PlateauDetector(
        point: not one example was ever right by it (`lightning_majority_class`: a classifier
        that never predicts the minority class has val_f1 0.0 at all 30 evaluations), and
        one at exactly 1/k (k = 2..100, `stuck.chance_share`) at every point: the score of
-       predicting one class for everything when it is 1/k of the set (0.1 on CIFAR-10).
+       predicting one class for everything when it is 1/k of the set (0.1 on CIFAR-10);
+       and the run's train loss at exactly 0 from its first point (nothing was trained;
+       other loss terms at 0, a disabled auxiliary loss, keep the digit rule).
        An accuracy-like metric must repeat over all its points or at a value worse than
        its best (an accuracy that settled at its best converged).
        A loss that never changes is a dead model (zero gradients, LR 0, a stale logged
