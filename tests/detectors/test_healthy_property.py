@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -77,8 +78,10 @@ def _heavy_noise(rng: np.random.Generator, size: int, scale: float, average_of: 
     return np.asarray(draws / math.sqrt(average_of), dtype=np.float64)
 
 
-def healthy_run(seed: int) -> Run:
-    """One healthy run, every choice drawn from `seed`."""
+def healthy_run(seed: int, realistic_eval: bool = False) -> Run:
+    """One healthy run, every choice drawn from `seed`; with `realistic_eval`, the same run
+    with its eval loss replaced by `realistic_eval_metrics` (drawn from their own generator,
+    so the train side is the same run either way)."""
     rng = np.random.default_rng(seed)
     shape = SHAPES[seed % len(SHAPES)]
     interval = int(rng.choice(INTERVALS))
@@ -113,17 +116,106 @@ def healthy_run(seed: int) -> Run:
     throughput = float(rng.choice([32, 256, 4096])) / step_time
 
     steps_per_epoch = int(rng.choice([50, 500, 5000]))
-    return synth.make_run(
-        {
-            names.TRAIN_LOSS: (steps, loss),
-            names.EVAL_LOSS: (eval_steps, eval_loss),
-            names.LR: (steps, lr),
-            names.GRAD_NORM: (steps, grad_norm),
-            names.STEP_TIME: (steps, step_time),
-            names.THROUGHPUT: (steps, throughput),
-            names.EPOCH: (steps, steps / steps_per_epoch),
-        }
+    metrics = {
+        names.TRAIN_LOSS: (steps, loss),
+        names.EVAL_LOSS: (eval_steps, eval_loss),
+        names.LR: (steps, lr),
+        names.GRAD_NORM: (steps, grad_norm),
+        names.STEP_TIME: (steps, step_time),
+        names.THROUGHPUT: (steps, throughput),
+        names.EPOCH: (steps, steps / steps_per_epoch),
+    }
+    if realistic_eval:
+        metrics.update(realistic_eval_metrics(seed, steps, clean))
+    return synth.make_run(metrics)
+
+
+NOISE_KINDS = ("gaussian", "student_t", "ar1")
+EVAL_SHAPES = ("tracks_train", "flattens")
+ACCURACY_SAMPLES = (250, 500, 1000, 2000)
+
+
+@dataclass(frozen=True)
+class EvalVariant:
+    """How one seed's realistic eval metrics were drawn."""
+
+    noise: str
+    """`NOISE_KINDS`: i.i.d. Gaussian, Student-t (3-10 df) or AR(1) (phi 0.3-0.85)."""
+    shape: str
+    """`EVAL_SHAPES`: follows the train curve (times a generalisation gap), or follows it
+    until `flat_from` of the run and stays at that level (its floor) to the end."""
+    relative_noise: float
+    """Noise scale on the log of the eval loss: 1-10% of its level."""
+    evaluations: int
+    """6 to 60."""
+    flat_from: float
+    accuracy_samples: int
+    """The eval set's size: the accuracy is a count of right answers out of it."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.noise}/{self.shape}"
+
+
+def eval_variant(seed: int) -> EvalVariant:
+    """The seed's eval variant: its own generator, so `healthy_run`'s draws are unchanged."""
+    rng = np.random.default_rng([seed, 1])
+    return EvalVariant(
+        noise=NOISE_KINDS[int(rng.integers(0, len(NOISE_KINDS)))],
+        shape=EVAL_SHAPES[int(rng.integers(0, len(EVAL_SHAPES)))],
+        relative_noise=float(rng.uniform(0.01, 0.10)),
+        evaluations=int(rng.integers(6, 61)),
+        flat_from=float(rng.uniform(0.3, 0.7)),
+        accuracy_samples=int(rng.choice(ACCURACY_SAMPLES)),
     )
+
+
+def _eval_noise(rng: np.random.Generator, variant: EvalVariant) -> FloatArray:
+    """Unit-scale noise of one kind: a small eval set's jitter, heavy-tailed for a set
+    with a few hard examples, autocorrelated when consecutive checkpoints share most of
+    their errors (AR(1), stationary variance 1)."""
+    n = variant.evaluations
+    if variant.noise == "gaussian":
+        return rng.normal(0.0, 1.0, n)
+    if variant.noise == "student_t":
+        return rng.standard_t(float(rng.uniform(3.0, 10.0)), n)
+    phi = float(rng.uniform(0.3, 0.85))
+    noise = np.empty(n)
+    noise[0] = rng.normal()
+    for i in range(1, n):
+        noise[i] = phi * noise[i - 1] + rng.normal() * math.sqrt(1.0 - phi * phi)
+    return noise
+
+
+def realistic_eval_metrics(
+    seed: int, steps: npt.NDArray[np.int64], clean: FloatArray
+) -> dict[str, tuple[npt.ArrayLike, npt.ArrayLike]]:
+    """An eval loss and accuracy as small eval sets give them: 1-10% relative jitter
+    (i.i.d., heavy-tailed or autocorrelated), 6-60 evaluations, following the train curve
+    or flat at their floor from 30-70% of the run (the eval loss stops improving well
+    before the train loss does: a widening gap with a flat eval loss is not overfitting).
+    The accuracy rises from near chance to 0.6-0.9 along the same progress and is a count
+    of right answers out of 250-2000 samples (values k/n): sets large enough that one
+    evaluation tells a checkpoint from one with 1.5x its error rate, so eval_noise's
+    warning would be untrue of them."""
+    variant = eval_variant(seed)
+    rng = np.random.default_rng([seed, 2])
+    index = np.linspace(0, steps.size - 1, variant.evaluations + 1)[1:].round().astype(int)
+    eval_steps = steps[index]
+    progress = clean[index]
+    if variant.shape == "flattens":
+        flat = round(variant.flat_from * (steps.size - 1))
+        progress = np.where(index > flat, clean[flat], progress)
+    gap = float(rng.uniform(1.0, 1.3))
+    eval_loss = progress * gap * np.exp(variant.relative_noise * _eval_noise(rng, variant))
+    # Accuracy: progress from the start level (chance) to the floor (the best accuracy).
+    start, floor = float(clean[0]), float(np.min(clean))
+    learned = (start - progress) / max(start - floor, 1e-12)
+    chance, best = float(rng.uniform(0.1, 0.5)), float(rng.uniform(0.6, 0.9))
+    true_accuracy = np.clip(chance + (best - chance) * learned, 0.0, 1.0)
+    n = variant.accuracy_samples
+    accuracy = rng.binomial(n, true_accuracy) / n
+    return {names.EVAL_LOSS: (eval_steps, eval_loss), "eval/accuracy": (eval_steps, accuracy)}
 
 
 @cache

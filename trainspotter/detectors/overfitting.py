@@ -17,6 +17,7 @@ from trainspotter.detectors.eval_rise import (
     TrainTrend,
     curve_noise,
     degrading_title,
+    eval_jitter,
     keep_best_fix,
     onset_index,
     other_best,
@@ -306,6 +307,14 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> Rise | Non
         end_level = float(np.median(after[after.size // 2 :] if after.size >= 4 else after))
     rise = end_level - min_level
     if rise <= 0 or rise < max(params.min_relative_rise * level, params.noise_multiple * sigma):
+        return None
+    # Beyond what a flat curve's best-of-n pick and end level explain, autocorrelation
+    # allowed for (a wandering eval level passes a point-to-point noise test easily).
+    if end_level == float(y[-1]) and rising_every_time:
+        recent = 1
+    else:
+        recent = int(after.size) if after.size < 4 else int(after.size - after.size // 2)
+    if rise < eval_jitter(y, k).flat_bound(n, width, recent, params.trend_alpha):
         return None
     if float(np.mean(after > min_level + rise / 4)) < params.min_fraction_above:
         return None
