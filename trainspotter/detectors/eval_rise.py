@@ -213,11 +213,7 @@ def sustained_rise(
         bound = jitter.flat_bound(n, w, recent, alpha)
         needed = bound / sigma if sigma > 0 else 0.0
         lowest_last = float(np.min(y[-evals:]))
-        if (
-            rise >= fraction * level
-            and rise >= bound
-            and lowest_last >= min_level + rise / 2
-        ):
+        if rise >= fraction * level and rise >= bound and lowest_last >= min_level + rise / 2:
             return SustainedRise(
                 k,
                 w,

@@ -24,6 +24,7 @@ from trainspotter.detectors.eval_rise import (
     MEDIAN_EFFICIENCY,
     TrainTrend,
     degrading_title,
+    eval_jitter,
     percent,
     smoothing_width,
     train_clause,
@@ -99,8 +100,17 @@ def trend_rise(
     early_values, late_values = ys[:third], ys[-third:]
     early, late = float(np.median(early_values)), float(np.median(late_values))
     level = abs(early) if early != 0 else stats.level_scale(y)
-    spread = math.hypot(_spread(early_values), _spread(late_values))
-    stderr = MEDIAN_EFFICIENCY * spread / math.sqrt(third)
+    # Each third's median: its own spread or the curve's level sigma (autocorrelated
+    # evaluations cluster within a third), over its effective size (`EvalJitter`).
+    jitter = eval_jitter(y, start)
+    stderr = math.hypot(
+        *(
+            max(_spread(values), jitter.level_sigma) / jitter.level_sigma * jitter.median_sd(third)
+            if jitter.level_sigma > 0
+            else MEDIAN_EFFICIENCY * _spread(values) / math.sqrt(third)
+            for values in (early_values, late_values)
+        )
+    )
     if late - early < max(min_rise * level, stderr):
         return None
     min_level = float(smooth[k])
