@@ -53,6 +53,7 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.eval_jitter import curve_noise
 from trainspotter.detectors.eval_lattice import is_count_fraction
 from trainspotter.detectors.eval_noise import (
     bounded_top,
@@ -62,7 +63,6 @@ from trainspotter.detectors.eval_noise import (
 )
 from trainspotter.detectors.eval_rise import (
     TrainTrend,
-    curve_noise,
     keep_best_fix,
     train_trend,
 )

@@ -20,11 +20,10 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
+from trainspotter.detectors.eval_jitter import MEDIAN_EFFICIENCY, eval_jitter
 from trainspotter.detectors.eval_rise import (
-    MEDIAN_EFFICIENCY,
     TrainTrend,
     degrading_title,
-    eval_jitter,
     percent,
     smoothing_width,
     train_clause,

@@ -12,12 +12,11 @@ import numpy as np
 from trainspotter import names
 from trainspotter.detectors import eval_stall, stats
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
+from trainspotter.detectors.eval_jitter import curve_noise, eval_jitter
 from trainspotter.detectors.eval_rise import (
     Rise,
     TrainTrend,
-    curve_noise,
     degrading_title,
-    eval_jitter,
     keep_best_fix,
     onset_index,
     other_best,
