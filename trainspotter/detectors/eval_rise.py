@@ -2,7 +2,8 @@
 
 - `sustained_rise`: the run ends well above its best evaluation and stays there, by more
   than the noise of a best-of-n pick could explain (a Bonferroni bound for the least of n
-  noisy evaluations plus the spread of a median);
+  noisy evaluations plus the spread of a median, autocorrelation allowed for:
+  `eval_jitter`);
 - `train_trend`, `train_clause`: what the train loss did over the same evaluations, in
   words its quoted numbers agree with;
 - `Rise`, `short_rise`, `short_run_text`: a rise from the lowest evaluation, and the
@@ -82,11 +83,13 @@ def sustained_rise(
     the very start is invisible to a centred rolling median) and the smoothed minimum (on a
     long curve, its median of `width` values is far less noisy than any one evaluation).
     The end level is the median of the later half of the evaluations after the baseline's
-    window (at least `evals` of them). Under a flat curve with iid noise sigma, the
-    baseline, the least of n values (medians of `width`), sits at most
-    Phi^-1(1 - alpha / n) sigma (Bonferroni; x 1.2533 / sqrt(width) for a median) below the
-    level, and the median of the m recent values at most 1.645 x 1.2533 / sqrt(m) sigma
-    above it: the rise must exceed the sum (`needed_sigmas`)."""
+    window (at least `evals` of them). Under a flat curve, the baseline, the least of n
+    values (medians of `width`), sits at most Phi^-1(1 - alpha / n) of their sd below the
+    level (Bonferroni), and the median of the m recent values at most 1.645 of its sd
+    above it, autocorrelation allowed for (`EvalJitter.flat_bound`; with independent
+    noise sigma, sigma and 1.2533 sigma / sqrt(m)): the rise must exceed the sum
+    (`needed_sigmas` in point-to-point sigmas). A raw best further below its neighbours'
+    median than `best_of_n_sigmas` is a wild evaluation and no baseline."""
     n = int(y.size)
     if n <= evals:
         return None

@@ -6,7 +6,8 @@ is well established even when each point is not. This rule asks the many points:
 significant upward Mann-Kendall trend (`stats.trend_test`, autocorrelation-corrected) over
 the evaluations after the (smoothed) minimum's window, and an effect size, the median of
 the last third of those evaluations against the median of their first third, both a
-relative floor and beyond the standard error of the two medians.
+relative floor and beyond the standard error of the two medians, each over its third's
+effective size when the evaluations are autocorrelated (`eval_jitter.EvalJitter`).
 
 Apart from `overfitting.py` so the detector module stays one readable unit (< 500 lines).
 """
@@ -77,8 +78,10 @@ def trend_rise(
     """The evaluations after the smoothed minimum's window (`min_points` or more) trend
     upward at `alpha` (Mann-Kendall, autocorrelation-corrected), and the median of their
     last third is at least `min_rise` of the first third's median above it and beyond the
-    standard error of the difference of the two medians (1.2533 x sigma / sqrt(m) each,
-    sigma each third's own MAD spread, so the trend within a third widens it); None
+    standard error of the difference of the two medians (each: 1.2533 x sigma /
+    sqrt(effective m), sigma the larger of its third's own MAD spread, which the trend
+    within a third widens, and the curve's level sigma, which autocorrelation widens:
+    correlated evaluations cluster within a third and understate the spread); None
     otherwise. The trend test carries the significance; the standard error keeps the
     quoted effect from being one third's spikes.
 

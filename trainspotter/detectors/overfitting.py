@@ -107,11 +107,11 @@ class OverfittingDetector(
        when fewer than 4) minus the smoothed minimum; when every evaluation after the
        minimum is higher than the one before (3 or more), the last one (a monotone rise has
        no noise to shed). It must be at least `min_relative_rise` (5%) of the minimum's
-       level and `noise_multiple` (3) times the point-to-point noise (`stats.noise_scale`:
-       MAD of first differences): the smaller of the whole curve's and that of the stretch
-       from the minimum on (when it has 5+ points), since a steep early descent or a
-       first-epoch BatchNorm transient inflates the first and the bend of the rise the
-       second.
+       level, `noise_multiple` (3) times the point-to-point noise (`eval_jitter.curve_noise`:
+       the smaller of the MADs of first and of second differences, since a steep descent
+       inflates the first and sharp bends the second), and beyond what a FLAT noisy curve
+       gives at 95% (`EvalJitter.flat_bound`, as step 5(b), autocorrelation allowed for:
+       see Noise below): the smoothed minimum was picked as the least of n values.
     3. Consistency: at least `min_fraction_above` (60%) of the post-minimum evaluations
        lie a quarter of the rise above the minimum (a steady linear rise passes, a single
        high evaluation after a flat stretch does not), and with 8 or more points from the
@@ -131,37 +131,40 @@ class OverfittingDetector(
        (`eval_rise.sustained_rise`), whatever the train loss did. Baselines: the lowest raw
        evaluation (a best evaluation at the very start, before the eval got worse, is
        invisible to a centred rolling median) and the smoothed minimum of step 1, each
-       tested on its own. End level: the median of the later half of the evaluations after
-       the baseline (at least `sustained_evals` = 3). It is reported when (a) the rise is
-       `sustained_rise` (20%) of the baseline's level; (b) it exceeds what a flat noisy
-       curve gives at 95%: the baseline is the least of n values, so it sits up to
-       Phi^-1(1 - 0.05 / n) sigma below the level (Bonferroni: 2.8 sigma for 20
-       evaluations, 3.8 for 700; x 1.2533 / sqrt(width) for a rolling median), and the
-       median of the m recent values up to 1.645 x 1.2533 / sqrt(m) sigma above it; sigma
-       as in step 2; (c) it persists: each of the last `sustained_evals` evaluations lies
-       half the rise or more above the baseline (one bad last evaluation is not a rise).
-       Not when the train loss blew up meanwhile (its level over the last evaluation
-       interval 10x or more its level at the eval minimum): the model diverged, the
-       divergence detector reports that, and the eval's rise is its echo.
-       The message names what the train loss did: kept falling (then the title says
-       overfitting), rose (its later half's median 10% over its earlier half's), or is
-       flat (no significant downward trend; Kendall's tau and the Mann-Kendall p are
-       quoted, since a noisy train loss's single points can end lower without a fall).
+       tested on its own; not the raw one when it lies further below the median of its
+       neighbours (step 1's window) than the Gaussian best-of-n bound: one wild evaluation
+       of a heavy-tailed eval set, not a level the model held. End level: the median of the
+       later half of the evaluations after the baseline (at least `sustained_evals` = 3). It
+       is reported when (a) the rise is `sustained_rise` (20%) of the baseline's level; (b)
+       it exceeds what a flat noisy curve gives at 95%: the baseline is the least of n
+       values, so it sits up to Phi^-1(1 - 0.05 / n) sd below the level (Bonferroni, valid
+       under any dependence: 2.8 for 20 evaluations, 3.8 for 700), the sd of one evaluation
+       or of a rolling median, and the median of the m recent values up to 1.645 of its sd
+       above it (Noise below); (c) it persists: each of the last `sustained_evals`
+       evaluations lies half the rise or more above the baseline (one bad last evaluation is
+       not a rise). Not when the train loss blew up meanwhile (its level over the last
+       evaluation interval 10x or more its level at the eval minimum): the model diverged,
+       the divergence detector reports that, and the eval's rise is its echo. The message
+       names what the train loss did: kept falling (then the title says overfitting), rose
+       (its later half's median 10% over its earlier half's), or is flat (no significant
+       downward trend; Kendall's tau and the Mann-Kendall p are quoted, since a noisy train
+       loss's single points can end lower without a fall).
     6. Otherwise, the trend over many noisy evaluations (`eval_trend.trend_rise`): steps 2
-       and 5 compare one rise with the single-point noise, which a noisy curve never
-       passes, though a drift over many points is established even when each point is
-       noisy. The evaluations after the smoothed minimum's window (its own values are low
-       because they were picked as the lowest), at least `short_run_evals` (8, the least
+       and 5 compare one rise with the single-point noise, which a noisy curve never passes,
+       though a drift over many points is established even when each point is noisy. The
+       evaluations after the smoothed minimum's window (its own values are low because they
+       were picked as the lowest), at least `short_run_evals` (8, the least
        `stats.trend_test` judges), must trend upward at `trend_alpha` (Mann-Kendall,
-       autocorrelation-corrected), and the median of their last third must exceed the
-       median of their first third by `min_relative_rise` (5%) of it and by more than the
-       standard error of the difference (1.2533 x sigma / sqrt(m) per median, sigma each
-       third's own MAD spread): the trend test carries the significance, the standard
-       error keeps the quoted effect from being one third's spikes. Overfitting when the
-       train loss kept falling (step 4's check); otherwise (flat, rising or absent)
-       "degrading" with step 5's floor, `sustained_rise` (20%): without a falling train
-       loss there is no second signal; never when the train loss blew up. The message quotes both
-       medians ("median of the last m"), their steps, the standard error, tau and p.
+       autocorrelation-corrected), and the median of their last third must exceed the median
+       of their first third by `min_relative_rise` (5%) of it and by more than the standard
+       error of the difference (per median: its third's own MAD spread or the level sigma,
+       the larger, over the third's effective size, Noise below): the test carries the
+       significance, the standard error keeps the quoted effect from being one third's
+       spikes. Overfitting when the train loss kept falling (step 4's check); otherwise
+       (flat, rising or absent) "degrading" with step 5's floor, `sustained_rise` (20%):
+       without a falling train loss there is no second signal; never when the train loss
+       blew up. The message quotes both medians ("median of the last m"), their steps, the
+       standard error, tau and p.
     7. Short runs (fewer than `short_run_evals` = 8 evaluations, the shape of most Keras
        logs, where a jitter sigma from 3-7 points is a guess within a factor of 2-3): when
        steps 1-5 find nothing, the order of the evaluations decides instead of their
@@ -179,6 +182,13 @@ class OverfittingDetector(
        cross-entropy's chance level (ln C) or no later evaluation is below the first and
        it worsens significantly; a flat eval alone is not (a model that learned within
        its first epoch looks the same). With a flat train loss it is plateau's.
+
+    Noise (steps 2, 5, 6; `eval_jitter.EvalJitter`): checkpoints evaluated on one eval set
+    share most of their errors, so an eval level wanders more than neighbours differ. The
+    lag-1 autocorrelation r of the evaluations from the minimum on (the last 8 at least;
+    ranks about a Theil-Sen line, bias-corrected, at most 0.9; 0 below 8) turns the
+    point-to-point sigma s into the level sigma max(s / sqrt(1 - r), their MAD about the
+    line); a median of m has sd 1.2533 x that / sqrt(m (1 - r) / (1 + r)), at most 1x.
 
     Minimum sample: 3 evaluations, at least `min_points_after_min` = 2 of them after the
     lowest (one high evaluation after the best is a bump, not a trend), and 3 train-loss
@@ -230,19 +240,24 @@ class OverfittingDetector(
     its minimum while WER keeps improving is not reported); a noisy eval set whose best is
     a lucky draw needs a rise of 3-4 noise sigmas, so a very noisy eval set can hide a
     real rise (eval_noise reports the noise instead); short runs: below 4 evaluations, or
-    with fewer than 3 after the best, it is not judged; eval curves that wander slowly
-    (autocorrelated noise) have more level uncertainty than point-to-point noise shows,
-    which the 20% floor covers. It reads loss-like metrics only (lower is better): a WER
-    or accuracy going the wrong way is not judged here, but the message names the step
-    where another logged quality metric (WER, accuracy, F1) was best, in its own
-    direction, since an eval loss can rise while the task metric still improves.
+    with fewer than 3 after the best, it is not judged.
+    Correlated or heavy-tailed eval noise (steps 2, 5, 6): r from 10-20 evaluations is
+    uncertain (sd ~0.25) and biased low, so a strongly correlated eval (phi ~0.8, 5-10%
+    jitter) wandering 15-30% after its minimum can read as a rise (healthy property test,
+    realistic eval curves: 9 of 1000 seeds, 39 before the correction); a raw best within the
+    Gaussian bound of its neighbours stays a baseline. The price: a small slow real rise on
+    a correlated-looking eval (or a concave one about its line) is missed more. It reads
+    loss-like metrics only (lower is better): a WER or accuracy going the wrong way is not
+    judged here, but the message names the step where another logged quality metric (WER,
+    accuracy, F1) was best, in its own direction, since an eval loss can rise while the task
+    metric still improves.
     The trend (step 6): about 5% of flat curves trend "significantly" at alpha 5% (more on
-    slowly wandering ones, which the autocorrelation correction only partly covers); the
-    5% effect floor and the standard error of the medians remove most, a falling train
-    loss most of the rest, but a converged eval that drifts up a few percent (BatchNorm
-    statistics, a slowly growing over-confidence) is reported as overfitting, which it
-    mostly is. A learning-rate restart or a data switch after the minimum raises the eval
-    loss too.
+    slowly wandering ones: Mann-Kendall's correction, uncorrected for its small-sample bias,
+    only partly covers them); the 5% effect floor and the standard error of the medians
+    remove most, a falling train loss most of the rest, but a converged eval that drifts up
+    a few percent (BatchNorm statistics, a slowly growing over-confidence) is reported as
+    overfitting, which it mostly is. A learning-rate restart or a data switch after the
+    minimum raises the eval loss too.
 
     **Example.** `examples/overfitting/trainer_state.json`: a warning from step 520, the
     eval loss's minimum (128 training digits, 500 epochs, no weight decay), rising to the
@@ -300,20 +315,16 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> Rise | Non
     # value, once the run is too long to be chance (k exchangeable noisy values come out
     # strictly increasing with probability 1/k!, under `trend_alpha` from k = 4). Otherwise
     # the median of the later half of the post-minimum evaluations.
+    recent = after[after.size // 2 :] if after.size >= 4 else after
     if rising_every_time and 1.0 / math.factorial(after.size) < params.trend_alpha:
-        end_level = float(y[-1])
-    else:
-        end_level = float(np.median(after[after.size // 2 :] if after.size >= 4 else after))
+        recent = y[-1:]
+    end_level = float(np.median(recent))
     rise = end_level - min_level
     if rise <= 0 or rise < max(params.min_relative_rise * level, params.noise_multiple * sigma):
         return None
-    # Beyond what a flat curve's best-of-n pick and end level explain, autocorrelation
-    # allowed for (a wandering eval level passes a point-to-point noise test easily).
-    if end_level == float(y[-1]) and rising_every_time:
-        recent = 1
-    else:
-        recent = int(after.size) if after.size < 4 else int(after.size - after.size // 2)
-    if rise < eval_jitter(y, k).flat_bound(n, width, recent, params.trend_alpha):
+    # Beyond a FLAT curve's best-of-n pick and end median (a wandering eval level passes
+    # a point-to-point noise test easily): autocorrelation allowed for.
+    if rise < eval_jitter(y, k).flat_bound(n, width, int(recent.size), params.trend_alpha):
         return None
     if float(np.mean(after > min_level + rise / 4)) < params.min_fraction_above:
         return None
