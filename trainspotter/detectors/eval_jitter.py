@@ -4,9 +4,10 @@ Consecutive checkpoints evaluated on one fixed eval set share most of their erro
 eval level wanders by more than neighbouring evaluations differ (autocorrelated noise); a
 small eval set with a few hard examples jitters with heavy tails. A rise judged against
 the point-to-point noise alone reads both as a rise. `EvalJitter` holds the point-to-point
-sigma and the lag-1 autocorrelation r of the evaluations (`lag1_autocorrelation`: ranks
-of the evaluations about their Theil-Sen line, as `stats.trend_test` detrends, so one
-wild evaluation cannot set it; small-sample bias corrected), and gives what the rise rules
+sigma and the lag-1 autocorrelation r of the evaluations (`lag1_autocorrelation`: ranks,
+as `stats.trend_test` uses, of the evaluations about a fitted parabola, so that a rise, a
+U or a hump is signal and one wild evaluation cannot set r; small-sample bias corrected),
+and gives what the rise rules
 need: the sd of one evaluation about the level (sigma / sqrt(1 - r), since first
 differences of AR(1) noise with sd s have sd s sqrt(2 (1 - r))), the sd of a median of m
 consecutive evaluations (effective size m (1 - r) / (1 + r)), and `flat_bound`: how far a
@@ -51,8 +52,6 @@ class EvalJitter:
     """Point-to-point noise (`curve_noise`)."""
     lag1: float
     """Lag-1 autocorrelation of the detrended evaluations (0 to `MAX_LAG1`)."""
-    spread: float = 0.0
-    """Robust sd (MAD x 1.4826) of the judged evaluations about their Theil-Sen line."""
 
     @property
     def inflation(self) -> float:
@@ -120,9 +119,7 @@ def eval_jitter(y: FloatArray, start: int) -> EvalJitter:
     start = max(min(start, int(y.size) - MIN_LAG1_POINTS), 0)
     if y.size - start < MIN_LAG1_POINTS:
         return EvalJitter(curve_noise(y), 0.0)
-    detrended = _detrended(y[start:])
-    spread = stats.MAD_TO_SIGMA * float(np.median(np.abs(detrended - np.median(detrended))))
-    return EvalJitter(curve_noise(y), lag1_autocorrelation(detrended), spread)
+    return EvalJitter(curve_noise(y), lag1_autocorrelation(_detrended(y[start:])))
 
 
 def curve_noise(y: FloatArray) -> float:
