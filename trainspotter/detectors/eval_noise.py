@@ -40,7 +40,7 @@ autocorrelation-corrected p-value is not small (as `stats.Change.falling`)."""
 # eval_samples_per_second, eval/epoch) are noisy by nature and rank nothing.
 _QUALITY = re.compile(
     r"loss|acc|f1|precision|recall|wer|cer|bleu|rouge|perplexity|ppl|auc|mcc|exact|match|"
-    r"score|iou|dice|map|mae|mse|rmse|error|top1|top5|meteor|chrf|reward"
+    r"score|iou|io_u|dice|map|mae|mse|rmse|error|top1|top5|meteor|chrf|reward"
 )
 _BOOKKEEPING = re.compile(r"runtime|per_second|per_sec|_per_|/s$|flos|memory|learning_rate")
 
@@ -68,7 +68,7 @@ class EvalNoiseParams:
 
 
 _HIGHER_IS_BETTER = re.compile(
-    r"acc|f1|precision|recall|bleu|rouge|auc|mcc|exact|match|score|iou|dice|map|meteor|chrf|"
+    r"acc|f1|precision|recall|bleu|rouge|auc|mcc|exact|match|score|iou|io_u|dice|map|meteor|chrf|"
     r"reward|top1|top5"
 )
 _LOWER_IS_BETTER = re.compile(r"loss|wer|cer|perplexity|ppl|error|mae|mse|rmse")
@@ -87,7 +87,7 @@ def higher_is_better(metric: str) -> bool | None:
 
 # Quality metrics with a known perfect score: a fraction (<= 1) or a percentage (<= 100).
 _BOUNDED = re.compile(
-    r"acc|f1|precision|recall|auc|iou|dice|top1|top5|exact|match|bleu|rouge|meteor|chrf|map"
+    r"acc|f1|precision|recall|auc|iou|io_u|dice|top1|top5|exact|match|bleu|rouge|meteor|chrf|map"
 )
 
 

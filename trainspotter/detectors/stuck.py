@@ -152,7 +152,7 @@ def stuck_finding(
         return None
     count = constant_tail(y, tolerance)
     is_loss = names.is_loss_like(metric)
-    ceiling = _ceiling(metric, y) if higher_is_better(metric) is True else None
+    ceiling = bounded_ceiling(metric, y) if higher_is_better(metric) is True else None
     exact_share = never_right or chance is not None  # not a tiny set's near-perfect score
     score = small_eval_set_score(value, ceiling) if ceiling and not exact_share else None
     if score is not None and score[1] - score[0] <= NEAR_PERFECT_MISSES:
@@ -272,7 +272,7 @@ room can still be a large change (a macro-F1 over thousands of labels growing 0.
 0.0018 grew sixfold; token accuracy 0.0657-0.0667 moved 1.5%)."""
 
 
-def _ceiling(metric: str, y: FloatArray) -> float | None:
+def bounded_ceiling(metric: str, y: FloatArray) -> float | None:
     """1 or 100 for a bounded accuracy-like metric (`eval_noise.bounded_top`), None when
     the scale is ambiguous: values just above 1 with a median under 1 are a fraction gone
     wrong (an F1 of 1.06) as often as a percentage under 1%."""
@@ -298,7 +298,7 @@ def band_finding(detector: str, metric: str, x: FloatArray, y: FloatArray) -> Fi
     if higher_is_better(metric) is not True or y.size < BAND_MIN_POINTS:
         return None
     low, high = float(y.min()), float(y.max())
-    ceiling = _ceiling(metric, y)
+    ceiling = bounded_ceiling(metric, y)
     if high == low or ceiling is None:
         return None
     level = float(np.median(y))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainspotter.detectors import eval_stall, stats, stuck
+from trainspotter.detectors import eval_stall, stats, stuck, stuck_mode
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_noise import is_quality_metric
 from trainspotter.detectors.plateau.curve import Context, find_plateau, is_falling
@@ -155,6 +155,11 @@ class PlateauDetector(
        band is also stated in steps of the metric's resolution (the smallest gap between
        its values, 1 / eval-set size for an accuracy), i.e. how many examples changed
        their verdict.
+       *Stuck on most evaluations* (warning, `stuck_mode.py`, whose docstring gives the
+       rule, its figures and its false-positive modes): such a metric at one exact value
+       on at least half (and 6) of its evaluations, not a constant tail, at the low end of
+       what it reached, while the loss falls over that stretch (predictions that did not
+       change: the majority class, an all-background mask).
     6. *Eval never improved* (warning, `eval_stall.py`, whose docstring gives the rule and
        its false-positive modes): an eval quality metric with no improving trend and no
        evaluation materially better than its first, while the train loss did not fall
@@ -218,6 +223,9 @@ class PlateauDetector(
     under 2% of the room to 1, is reported; so is a metric computed on a fixed model (a
     baseline logged under an eval name). A metric constant because it is a config value is
     an exact repeat (the exact rule's digit test keeps 0.1 or 0.95 out), never a band.
+    Stuck on most evaluations: a model converged from its first evaluation whose
+    predictions leave one value only upwards while its loss creeps down (0.2% of
+    generated converged small-eval-set accuracies).
 
     **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
@@ -271,7 +279,9 @@ class PlateauDetector(
                 tolerance=params.constant_tolerance,
             )
             if finding is None and eval_metric and name not in watched:
-                finding = stuck.band_finding(NAME, name, x, y)
+                tolerance = params.constant_tolerance
+                finding = stuck_mode.mode_finding(NAME, run, name, x, y, tolerance)
+                finding = finding or stuck.band_finding(NAME, name, x, y)
             if finding is None:
                 finding = judged
             if finding is not None:

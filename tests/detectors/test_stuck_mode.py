@@ -1,0 +1,164 @@
+"""The plateau detector's stuck-on-most-evaluations rule (`detectors/stuck_mode.py`).
+
+Pinned on a real Keras run (`examples/keras_majority_then_learns`, its ground truth counted
+in a callback while training) and checked for false alarms on generated healthy
+small-eval-set accuracies: k/n of a model that improves, n = 20-500, with per-example
+predictions that stay put between evaluations except near the decision boundary.
+
+Measured (SEEDS = 2000 each, numpy default_rng(seed)): the rule fires on 1 of 2000
+improving runs (0.05%) and on 4 of 2000 runs converged from their first evaluation
+(0.2%), whose eval loss only jitters or creeps.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import synth
+
+from trainspotter import names
+from trainspotter.analysis import Analysis, analyze
+from trainspotter.detectors import stuck_mode
+from trainspotter.model import Finding, FloatArray, Severity
+from trainspotter.readers import read_log
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
+TOLERANCE = 1e-6  # the plateau's constant_tolerance
+SEEDS = 2000
+MAX_ALARM_SHARE = 0.01
+ACCURACY = "eval/accuracy"
+
+
+@cache
+def _analysis(run: str) -> Analysis:
+    return analyze(read_log(EXAMPLES / run / EXPECTED[run]["files"][0]))
+
+
+def _column(run: str, column: str) -> list[float]:
+    with (EXAMPLES / run / EXPECTED[run]["files"][0]).open(newline="", encoding="utf-8") as f:
+        return [float(row[column]) for row in csv.DictReader(f)]
+
+
+def _stuck_on_most(findings: list[Finding], metric: str) -> list[Finding]:
+    return [
+        f
+        for f in findings
+        if f.detector == "plateau" and f.metric == metric and "repeated_value" in f.evidence
+    ]
+
+
+def test_majority_class_for_most_epochs_is_reported_where_the_model_predicted_one_class() -> None:
+    """keras_majority_then_learns: no validation digit called positive at 45 of 60 epochs
+    (counted in a callback), val_accuracy exactly the majority share there."""
+    truth = EXPECTED["keras_majority_then_learns"]["pathologies"][0]
+    (finding,) = _stuck_on_most(_analysis("keras_majority_then_learns").findings, "val_accuracy")
+    assert finding.severity is Severity.WARNING
+    assert [finding.step_start, finding.step_end] == truth["step_range"]
+    column = _column("keras_majority_then_learns", "val_accuracy")
+    value = float(finding.evidence["repeated_value"])
+    at_value = [epoch for epoch, v in enumerate(column) if abs(v - value) <= TOLERANCE * value]
+    assert len(at_value) == finding.evidence["repeated_points"]
+    assert finding.evidence["repeated_points"] == truth["epochs_without_a_positive_prediction"]
+    assert value == pytest.approx(truth["majority_share"], abs=1e-6)
+    # The message's numbers are the log's: the value, the count, the loss at named steps.
+    val_loss = _column("keras_majority_then_learns", "val_loss")
+    first, last = truth["step_range"]
+    assert f"exactly {value:.7g} at {len(at_value)} of its {len(column)}" in finding.message
+    assert f"{val_loss[first]:.6g} at step {first}" in finding.message
+    assert f"{val_loss[last]:.6g} at step {last}" in finding.message
+    assert "class_weight" in " ".join(finding.fixes)
+
+
+def test_a_short_majority_start_then_learning_is_silent() -> None:
+    """keras_imbalanced_healthy: the majority share at the first 8 of 30 epochs only."""
+    findings = _analysis("keras_imbalanced_healthy").findings
+    loud = [f for f in findings if f.severity >= Severity.WARNING]
+    assert not _stuck_on_most(loud, "val_accuracy")
+
+
+def _run(x: FloatArray, accuracy: FloatArray, loss: FloatArray) -> Any:
+    return synth.make_run({ACCURACY: (x, accuracy), names.EVAL_LOSS: (x, loss)})
+
+
+def _finding(accuracy: list[float], loss: list[float] | None = None) -> Finding | None:
+    y = np.asarray(accuracy, dtype=np.float64)
+    x = np.arange(y.size, dtype=np.float64)
+    falling = np.linspace(0.7, 0.3, y.size) if loss is None else np.asarray(loss)
+    return stuck_mode.mode_finding("plateau", _run(x, y, falling), ACCURACY, x, y, TOLERANCE)
+
+
+STUCK = [0.5531915] * 10 + [0.5744681, 0.5957447, 0.6170213, 0.6382979]
+
+
+def test_float32_neighbours_count_as_one_value() -> None:
+    """Keras' reductions differ in the 7th digit between epochs (0.3754674792, 0.3754675388,
+    0.3754674494): one value, as `stuck` counts it."""
+    jittered = [v * (1 + 2e-7 * ((i % 3) - 1)) if v == STUCK[0] else v for i, v in enumerate(STUCK)]
+    finding = _finding(jittered)
+    assert finding is not None and finding.evidence["repeated_points"] == 10
+
+
+@pytest.mark.parametrize(
+    ("why", "accuracy", "loss"),
+    [
+        ("converged at its best", [0.5, 0.55, 0.6] + [0.6382979] * 11, None),
+        ("a loss that does not fall there", STUCK, [0.5, 0.51, 0.49] * 4 + [0.5, 0.5]),
+        ("under half of the evaluations", STUCK[:6] + [0.5744681] * 2 + STUCK[10:] * 2, None),
+        ("2 significant digits repeat by rounding", [0.86] * 10 + [0.88, 0.9, 0.92], None),
+        ("values below it: not its low end", [0.4, 0.42, 0.45, *STUCK], None),
+        ("one example above it, a borderline flip", [0.5531915] * 10 + [0.5744681] * 3, None),
+    ],
+)
+def test_not_stuck(why: str, accuracy: list[float], loss: list[float] | None) -> None:
+    assert _finding(accuracy, loss) is None, why
+
+
+def test_stuck_when_the_loss_falls() -> None:
+    assert _finding(STUCK) is not None
+
+
+def healthy_accuracy(seed: int, converged: bool) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """A healthy k/n eval accuracy and eval loss: n in 20-500 examples, 6-60 evaluations.
+    Example i is right when its fixed difficulty u_i plus a fresh N(0, sigma) draw is under
+    the model's skill p_t (sigma 0.002-0.1, log-uniform: a few borderline examples flip
+    between evaluations); p_t rises from a chance or majority level to 0.1-0.99 with the
+    eval loss falling alongside, or (`converged`) is flat from the first evaluation, its
+    loss jittering and creeping by -5%..+10%. Values are float32, as frameworks log them."""
+    rng = np.random.default_rng(seed)
+    n, evaluations = int(rng.integers(20, 501)), int(rng.integers(6, 61))
+    start = rng.uniform(0.3, 0.7)
+    end = rng.uniform(min(start + 0.1, 0.98), 0.99)
+    loss_start = rng.uniform(0.6, 2.5)
+    loss_end = loss_start * rng.uniform(0.05, 0.7)
+    if converged:
+        start, loss_start = end, loss_end
+    t = np.arange(evaluations, dtype=np.float64)
+    decay = np.exp(-(t + 1) / (rng.uniform(0.05, 0.6) * evaluations))
+    skill = end - (end - start) * decay
+    creep = np.linspace(0.0, rng.uniform(-0.05, 0.1), evaluations)
+    jitter = rng.normal(0.0, rng.uniform(0.005, 0.05), evaluations)
+    loss = (loss_end + (loss_start - loss_end) * decay) * np.exp(creep + jitter)
+    sigma = 10 ** rng.uniform(np.log10(0.002), -1.0)
+    difficulty = rng.uniform(0.0, 1.0, n)
+    right = difficulty[None, :] + rng.normal(0.0, sigma, (evaluations, n)) < skill[:, None]
+    accuracy = right.mean(axis=1).astype(np.float32).astype(np.float64)
+    steps = (t + 1) * int(rng.choice([1, 50, 500]))
+    return steps, accuracy, loss
+
+
+@pytest.mark.parametrize("converged", [False, True], ids=["improving", "converged"])
+def test_healthy_small_eval_set_accuracies_are_silent(converged: bool) -> None:
+    alarms = 0
+    for seed in range(SEEDS):
+        x, y, loss = healthy_accuracy(seed, converged)
+        run = _run(x, y, loss)
+        alarms += stuck_mode.mode_finding("plateau", run, ACCURACY, x, y, TOLERANCE) is not None
+    print(f"\nstuck on most evaluations: {alarms}/{SEEDS} healthy accuracies ({converged=})")
+    assert alarms / SEEDS < MAX_ALARM_SHARE

@@ -1,0 +1,214 @@
+"""The plateau detector's "stuck on most evaluations" check: an accuracy-like eval metric
+that returns to one exact value at most of its evaluations, at the low end of what it
+reached, while it is not a constant tail (that is `stuck.stuck_finding`'s).
+
+**What it finds.** A bounded higher-is-better eval metric (accuracy, F1, IoU, dice, ...:
+`eval_noise.bounded_top`) whose most frequent value, to float32 round-off, covers at least
+half of its evaluations although other evaluations differ: a Keras binary classifier whose
+val_accuracy is exactly the majority-class share (26 of 47) at 21 of its first 23 epochs
+while val_loss falls, or a segmentation model whose val_mean_io_u is exactly the
+all-background value at 28 of 35 epochs with isolated jumps away and back. A practitioner
+reads both as: the model's predictions (their argmax or threshold) did not change at those
+evaluations, it predicts one class (or all background) there. `stuck` reports only a value
+repeated at the END of the run and `eval_stall` only a metric that never improved, so both
+were silent on it.
+
+**Algorithm.**
+1. Cluster the values to `tolerance` (the plateau's `constant_tolerance`, 1e-6 of the
+   value: float32 round-off, as Keras' reductions differ in the 7th digit from epoch to
+   epoch) and take the value with the most evaluations within it, the lowest on a tie.
+2. Report it when it covers at least `MIN_SHARE` (half) of the evaluations and at least
+   `MIN_COUNT` (6) of them; shows `stuck.MIN_DIGITS` (3) significant digits as logged;
+   at most `MAX_BELOW_SHARE` (10%) of the evaluations are below it and at least one is
+   above it (the low end of what the metric reached, not its best); and is not all but
+   1-3 examples right of an eval set of 200 or fewer (`stuck.small_eval_set_score`).
+3. Say what the loss did over the same stretch (`eval/loss`, or the train loss without
+   one): a loss that moves while the metric repeats shows the model's outputs changed but
+   not their argmax (the metric is recomputed, not a stale logger); a loss that repeats
+   too is a dead model or a logger that repeats a cached value. Which one is said either
+   way; the rule does not depend on it (a log may have no loss).
+
+**Defaults and why.** Half: a healthy small eval set repeats lattice values (k of n right,
+`eval_lattice`), but its accuracy wanders among several of them; the largest binomial
+probability of any one count is under 0.4 for n >= 20 away from the ceiling (0.18 at n =
+20, p = 0.6; 0.12 at n = 47), so one value on most evaluations is not that wander, it is
+identical predictions. 6 evaluations: on fewer, "most" is 3 or 4 points, which the
+first epochs of a healthy imbalanced run (the majority share until the weights grow)
+give. 10% below: an untrained model's first one or two evaluations may sit below the
+majority share (random predictions before the output bias learns the prior); a model
+converged at a value wanders both ways around it, and one stuck at its best is converged,
+not stuck (as `stuck` says of a constant tail at its best). 3 digits and the 1-3 misses
+exception are `stuck`'s, for the same reasons (0.86 or 0.5 repeat by rounding; 35 of 36
+right repeats on a converged model). Measured on generated healthy small-eval-set
+accuracies (`tests/detectors/test_stuck_mode.py`: k/n of a model that improves, n =
+20-500, sticky per-example predictions): see that test's docstring for the figure.
+
+**False-positive modes.** A model that converged from its first evaluation (a fine-tune
+evaluated after it already learned) with predictions so stable that it leaves its value
+only upwards, at under half of the evaluations, is reported though it is merely
+converged; the message then shows the loss flat as well. A log that re-logs a cached
+eval value between real evaluations repeats it by construction (the message says when
+the loss repeats too). An eval set of 50 or 100 gives accuracies with 2 significant
+digits (0.86), which the digit rule ignores: such a run is missed, not misreported. A
+run stuck for less than half of its evaluations (the majority class for 27 of 60
+epochs, then learning) is not reported.
+
+**Example.** `examples/keras_majority_then_learns/training.log` (see its entry in
+examples/expected.json).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from trainspotter import names
+from trainspotter.detectors import stats, stuck
+from trainspotter.detectors.eval_noise import higher_is_better
+from trainspotter.model import Finding, FloatArray, Run, Severity
+
+MIN_SHARE = 0.5
+"""The value must be logged at least at this share of the evaluations ("most")..."""
+MIN_COUNT = 6
+"""...and at least this many of them."""
+MAX_BELOW_SHARE = 0.1
+"""At most this share of the evaluations may be below the value (its low end)."""
+MIN_RISE_STEPS = 2
+"""The best evaluation must be this many steps of the metric's resolution above the value
+(the smallest gap between its distinct values: 1/n for an accuracy on n examples)."""
+TREND_POINTS = 8
+"""`stats.trend_test`'s minimum: on fewer loss points, "fell" means fell at every point."""
+LISTED_OTHERS = 8
+"""Up to this many other values are listed one by one in the message, more as a range."""
+
+
+def _mode(y: FloatArray, tolerance: float) -> tuple[float, npt.NDArray[np.bool_]]:
+    """The value of `y` with the most values within `tolerance` of its magnitude (the
+    lowest on a tie), and the mask of those values."""
+    ordered = np.sort(y)
+    reach = tolerance * np.abs(ordered)
+    counts = np.searchsorted(ordered, ordered + reach, side="right") - np.searchsorted(
+        ordered, ordered - reach, side="left"
+    )
+    value = float(ordered[int(np.argmax(counts))])
+    return value, np.abs(y - value) <= tolerance * abs(value)
+
+
+def _resolution(y: FloatArray, tolerance: float) -> float:
+    """The smallest gap between distinct values of `y`, gaps within float32 round-off
+    (`tolerance` of the value) not counted; inf when there is no such gap."""
+    levels = np.unique(y)
+    gaps = np.diff(levels)
+    real = gaps > tolerance * np.abs(levels[1:])
+    return float(gaps[real].min()) if bool(real.any()) else float("inf")
+
+
+def _at(x: FloatArray, y: FloatArray, i: int) -> str:
+    return f"{y[i]:.6g} at step {int(x[i])}"
+
+
+def _others_text(x: FloatArray, y: FloatArray, same: npt.NDArray[np.bool_]) -> str:
+    """The evaluations not at the repeated value: each one when few, else their range."""
+    rest = np.flatnonzero(~same)
+    if rest.size <= LISTED_OTHERS:
+        return ", ".join(_at(x, y, int(i)) for i in rest)
+    low, high = int(rest[np.argmin(y[rest])]), int(rest[np.argmax(y[rest])])
+    median = float(np.median(y[rest]))
+    return f"from {_at(x, y, low)} to {_at(x, y, high)} (median {median:.4g})"
+
+
+def _falling_loss(run: Run, first: int, last: int) -> tuple[str, str] | None:
+    """The loss over steps `first`-`last` (`eval/loss`, else the train loss) when it fell
+    there: a significant or near-monotone downward trend (`stats.change_over`), or, on
+    fewer than 8 points where no trend test runs, a fall at every point."""
+    name = names.EVAL_LOSS if names.EVAL_LOSS in run.metrics else names.TRAIN_LOSS
+    series = run.metrics.get(name)
+    if series is None:
+        return None
+    x, y = stats.finite_xy(series.steps, series.values)
+    inside = (x >= first) & (x <= last)
+    x, y = x[inside], y[inside]
+    change = stats.change_over(x, y, first, last)
+    if change is None or not change.falling():
+        return None
+    if change.n < TREND_POINTS and not bool(np.all(np.diff(y) < 0)):
+        return None
+    half = change.n // 2
+    return name, (
+        f"{name} fell over the same steps: median {change.start_level:.4g} over its first "
+        f"{half} points there, {change.end_level:.4g} over its last {change.n - half} "
+        f"({_at(x, y, 0)}, {_at(x, y, -1)})"
+    )
+
+
+def mode_finding(
+    detector: str, run: Run, metric: str, x: FloatArray, y: FloatArray, tolerance: float
+) -> Finding | None:
+    """A warning when the bounded accuracy-like eval metric `metric` (steps `x`, values
+    `y`, finite) sits at one value on most of its evaluations at the low end of its range
+    (the module docstring gives the rule); None otherwise."""
+    if not names.is_eval(metric) or higher_is_better(metric) is not True:
+        return None
+    ceiling = stuck.bounded_ceiling(metric, y)
+    if ceiling is None or y.size < MIN_COUNT:
+        return None
+    value, same = _mode(y, tolerance)
+    count = int(same.sum())
+    below = int(np.sum(~same & (y < value)))
+    above = y.size - count - below
+    if count < max(MIN_COUNT, MIN_SHARE * y.size) or above == 0:
+        return None
+    if below > MAX_BELOW_SHARE * y.size or stuck.significant_digits(value) < stuck.MIN_DIGITS:
+        return None
+    if float(y.max()) - value < MIN_RISE_STEPS * _resolution(y, tolerance):
+        return None  # one borderline example flipping now and then: a converged model
+    score = stuck.small_eval_set_score(value, ceiling)
+    if score is not None and score[1] - score[0] <= stuck.NEAR_PERFECT_MISSES:
+        return None  # all but 1-3 of a tiny eval set right: a converged model repeats that
+    where = np.flatnonzero(same)
+    first, last = int(x[where[0]]), int(x[where[-1]])
+    loss = _falling_loss(run, first, last)
+    if loss is None:
+        return None  # a loss that did not fall there: a converged model's stable predictions
+    loss_name, loss_text = loss
+    best = int(np.argmax(y))
+    few = f" This rests on {y.size} evaluations." if y.size < 2 * MIN_COUNT else ""
+    message = (
+        f"{metric} is exactly {value:.7g} at {count} of its {y.size} evaluations (steps "
+        f"{first}-{last}); the other {y.size - count}: {_others_text(x, y, same)}. "
+        f"{loss_text}: the model's outputs changed, but their argmax or threshold did "
+        "not, at the low end of what the metric reached. The model predicts "
+        "one class for every example there (an accuracy at the majority-class share), or "
+        f"all background (the IoU or dice of an empty mask).{few}"
+    )
+    return Finding(
+        detector=detector,
+        title=f"{metric} sits at exactly {value:.6g} on {count} of {y.size} evaluations",
+        severity=Severity.WARNING,
+        metric=metric,
+        step_start=first,
+        step_end=last,
+        message=message,
+        evidence={
+            "repeated_value": value,
+            "repeated_points": count,
+            "logged_points": int(y.size),
+            "points_below": below,
+            "points_above": above,
+            "best_value": float(y[best]),
+            "best_step": int(x[best]),
+            "falling_loss": loss_name,
+        },
+        fixes=(
+            f"Compare {value:.4g} with the share of the most frequent class in the eval set "
+            "(or the score of an all-background mask): equal means the model predicts that "
+            "class everywhere there. Weight the loss by class (Keras class_weight, PyTorch "
+            "pos_weight / weight) or resample the training data.",
+            "If the loss falls while the metric stays put, the outputs move but do not "
+            "cross the decision threshold: raise the learning rate (with a warmup), and "
+            "check the threshold or argmax against the label encoding.",
+            "Check the output layer: saturated sigmoid/softmax pre-activations or dead ReLU "
+            "units before it give the same prediction for every input (its activation, "
+            "initialisation and the scale of its inputs).",
+        ),
+    )
