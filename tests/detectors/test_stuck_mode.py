@@ -1,7 +1,8 @@
 """The plateau detector's stuck-on-most-evaluations rule (`detectors/stuck_mode.py`).
 
-Pinned on a real Keras run (`examples/keras_majority_then_learns`, its ground truth counted
-in a callback while training) and checked for false alarms on generated healthy
+Pinned on real Keras runs (`examples/keras_majority_then_learns` and
+`examples/keras_seg_all_background`, their ground truth counted in a callback while
+training) and checked for false alarms on generated healthy
 small-eval-set accuracies: k/n of a model that improves, n = 20-500, with per-example
 predictions that stay put between evaluations except near the decision boundary.
 
@@ -25,6 +26,7 @@ import synth
 from trainspotter import names
 from trainspotter.analysis import Analysis, analyze
 from trainspotter.detectors import stuck_mode
+from trainspotter.detectors.eval_noise import bounded_top, higher_is_better, is_quality_metric
 from trainspotter.model import Finding, FloatArray, Severity
 from trainspotter.readers import read_log
 
@@ -54,26 +56,50 @@ def _stuck_on_most(findings: list[Finding], metric: str) -> list[Finding]:
     ]
 
 
-def test_majority_class_for_most_epochs_is_reported_where_the_model_predicted_one_class() -> None:
-    """keras_majority_then_learns: no validation digit called positive at 45 of 60 epochs
-    (counted in a callback), val_accuracy exactly the majority share there."""
-    truth = EXPECTED["keras_majority_then_learns"]["pathologies"][0]
-    (finding,) = _stuck_on_most(_analysis("keras_majority_then_learns").findings, "val_accuracy")
+@pytest.mark.parametrize(
+    ("run", "column", "count_key", "value_key"),
+    [
+        (
+            "keras_majority_then_learns",
+            "val_accuracy",
+            "epochs_without_a_positive_prediction",
+            "majority_share",
+        ),
+        (
+            "keras_seg_all_background",
+            "val_mean_io_u",
+            "epochs_without_a_foreground_pixel",
+            "all_background_iou",
+        ),
+    ],
+)
+def test_one_class_predicted_at_most_epochs_is_reported_there(
+    run: str, column: str, count_key: str, value_key: str
+) -> None:
+    """The model predicted no positive (digit, or foreground pixel) at most epochs, counted
+    in a callback while training: the metric is exactly the one-class value there."""
+    truth = EXPECTED[run]["pathologies"][0]
+    (finding,) = _stuck_on_most(_analysis(run).findings, column)
     assert finding.severity is Severity.WARNING
     assert [finding.step_start, finding.step_end] == truth["step_range"]
-    column = _column("keras_majority_then_learns", "val_accuracy")
+    logged = _column(run, column)
     value = float(finding.evidence["repeated_value"])
-    at_value = [epoch for epoch, v in enumerate(column) if abs(v - value) <= TOLERANCE * value]
-    assert len(at_value) == finding.evidence["repeated_points"]
-    assert finding.evidence["repeated_points"] == truth["epochs_without_a_positive_prediction"]
-    assert value == pytest.approx(truth["majority_share"], abs=1e-6)
+    at_value = [epoch for epoch, v in enumerate(logged) if abs(v - value) <= TOLERANCE * value]
+    assert len(at_value) == finding.evidence["repeated_points"] == truth[count_key]
+    assert value == pytest.approx(truth[value_key], abs=1e-6)
     # The message's numbers are the log's: the value, the count, the loss at named steps.
-    val_loss = _column("keras_majority_then_learns", "val_loss")
+    val_loss = _column(run, "val_loss")
     first, last = truth["step_range"]
-    assert f"exactly {value:.7g} at {len(at_value)} of its {len(column)}" in finding.message
+    assert f"exactly {value:.7g} at {len(at_value)} of its {len(logged)}" in finding.message
     assert f"{val_loss[first]:.6g} at step {first}" in finding.message
     assert f"{val_loss[last]:.6g} at step {last}" in finding.message
     assert "class_weight" in " ".join(finding.fixes)
+
+
+def test_keras_mean_io_u_is_a_bounded_accuracy_like_metric() -> None:
+    """Keras names MeanIoU `mean_io_u` (its snake case of "MeanIoU")."""
+    assert is_quality_metric("val_mean_io_u") and higher_is_better("val_mean_io_u")
+    assert bounded_top("val_binary_io_u", np.array([0.3, 0.7])) == 1.0
 
 
 def test_a_short_majority_start_then_learning_is_silent() -> None:
