@@ -150,6 +150,13 @@ def test_stuck_when_the_loss_falls() -> None:
     assert _finding(STUCK) is not None
 
 
+def test_a_unit_fraction_counts_despite_its_few_digits() -> None:
+    """0.5 is one class of a balanced binary set: no rounding artefact (as `stuck` reads
+    1/k), while 0.86 (2 digits) is left alone."""
+    assert _finding([0.5] * 10 + [0.55, 0.6, 0.65, 0.7]) is not None
+    assert _finding([0.86] * 10 + [0.88, 0.9, 0.92, 0.94]) is None
+
+
 def healthy_accuracy(seed: int, converged: bool) -> tuple[FloatArray, FloatArray, FloatArray]:
     """A healthy k/n eval accuracy and eval loss: n in 20-500 examples, 6-60 evaluations.
     Example i is right when its fixed difficulty u_i plus a fresh N(0, sigma) draw is under

@@ -18,7 +18,8 @@ were silent on it.
    value: float32 round-off, as Keras' reductions differ in the 7th digit from epoch to
    epoch) and take the value with the most evaluations within it, the lowest on a tie.
 2. Report it when it covers at least `MIN_SHARE` (half) of the evaluations and at least
-   `MIN_COUNT` (6) of them; shows `stuck.MIN_DIGITS` (3) significant digits as logged;
+   `MIN_COUNT` (6) of them; shows `stuck.MIN_DIGITS` (3) significant digits as logged
+   or is a unit fraction 1/k (`stuck.chance_share`: one class of a balanced k-class set);
    at most `MAX_BELOW_SHARE` (10%) of the evaluations are below it and the best is at
    least `MIN_RISE_STEPS` (2) steps of the metric's resolution (the smallest gap between
    its distinct values, 1/n for an accuracy on n examples) above it: the low end of what
@@ -172,11 +173,16 @@ def mode_finding(
     above = y.size - count - below
     if count < max(MIN_COUNT, MIN_SHARE * y.size) or above == 0:
         return None
-    if below > MAX_BELOW_SHARE * y.size or stuck.significant_digits(value) < stuck.MIN_DIGITS:
+    if below > MAX_BELOW_SHARE * y.size:
+        return None
+    # Few digits repeat by rounding, except a unit fraction 1/k: one class of a balanced
+    # k-class set (0.5 on a balanced binary set), as `stuck` reads it.
+    unit_fraction = stuck.chance_share(metric, y[same]) is not None
+    if stuck.significant_digits(value) < stuck.MIN_DIGITS and not unit_fraction:
         return None
     if float(y.max()) - value < MIN_RISE_STEPS * _resolution(y, tolerance):
         return None  # one borderline example flipping now and then: a converged model
-    score = stuck.small_eval_set_score(value, ceiling)
+    score = None if unit_fraction else stuck.small_eval_set_score(value, ceiling)
     if score is not None and score[1] - score[0] <= stuck.NEAR_PERFECT_MISSES:
         return None  # all but 1-3 of a tiny eval set right: a converged model repeats that
     where = np.flatnonzero(same)
