@@ -1,0 +1,104 @@
+"""Real example runs whose log itself carries a mistake the training script made, each
+pinned against the raw values in the file (read with the csv module, not through
+trainspotter) and the ground truth its script counted while training (expected.json):
+
+- `torch_epoch_step_overfit`: a hand-written loop writes the batch index within the epoch
+  as `step` (`readers/_epoch_steps.py` counts it across epochs);
+- `lightning_train_acc_int_div`: `training_step` logs its accuracy as an integer division,
+  0 at every step (`stuck.is_train_rate`: plateau checks a train accuracy for an exact
+  repeat).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from trainspotter.analysis import Analysis, analyze
+from trainspotter.model import Finding, Severity
+from trainspotter.readers import read_log
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
+
+
+def log_of(run: str) -> Path:
+    return EXAMPLES / run / EXPECTED[run]["files"][0]
+
+
+@cache
+def analysis_of(path: Path) -> Analysis:
+    return analyze(read_log(path))
+
+
+def loud(path: Path) -> list[Finding]:
+    return [f for f in analysis_of(path).findings if f.severity >= Severity.WARNING]
+
+
+def rows_of(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_per_epoch_step_column_is_counted_across_epochs() -> None:
+    """torch_epoch_step_overfit: 50 epochs x 2 csv.writer rows, `step` 9 or 19 in each."""
+    path = log_of("torch_epoch_step_overfit")
+    truth = EXPECTED["torch_epoch_step_overfit"]
+    rows = rows_of(path)
+    assert len(rows) == truth["facts"]["rows"] == 100
+    assert {row["step"] for row in rows} == {"9", "19"}  # the file's step restarts each epoch
+    run = read_log(path)
+    # Every row is a point, at the global step the training loop counted for it.
+    for metric, column in (("eval/loss", "val_loss"), ("train/loss", "train_loss")):
+        series = run.metrics[metric]
+        assert series.steps.tolist() == truth["facts"]["global_steps"], metric
+        assert series.values.tolist() == [float(row[column]) for row in rows], metric
+    assert run.meta["steps_per_epoch"] == truth["facts"]["steps_per_epoch"]
+    assert any("'step' starts again at every new 'epoch'" in note for note in run.notes())
+
+
+def test_the_overfitting_of_a_per_epoch_step_log_is_found_at_its_global_steps() -> None:
+    """The eval loss's minimum and the rise after it are placed by the loop's global step
+    (read as global steps, the file is 2 points and was reported healthy)."""
+    path = log_of("torch_epoch_step_overfit")
+    truth = EXPECTED["torch_epoch_step_overfit"]
+    pathology = truth["pathologies"][0]
+    val_loss = [float(row["val_loss"]) for row in rows_of(path)]
+    best = min(range(len(val_loss)), key=val_loss.__getitem__)
+    assert truth["facts"]["global_steps"][best] == pathology["best_step"]
+    found = loud(path)
+    assert [(f.detector, f.metric) for f in found] == [("overfitting", "eval/loss")]
+    finding = found[0]
+    assert finding.severity is Severity.WARNING
+    assert finding.step_start >= pathology["best_step"]
+    assert finding.step_end == truth["facts"]["global_steps"][-1]
+    best_step = pathology["best_step"]
+    keep = f"Load the checkpoint at step {best_step} (best eval/loss {val_loss[best]:.4g})"
+    assert finding.fixes[0].startswith(keep), finding.fixes[0]
+
+
+def test_a_train_accuracy_floor_divided_to_zero_is_the_only_warning() -> None:
+    """lightning_train_acc_int_div: `(preds == y).sum() // y.size(0)` logged by
+    `self.log` in `training_step` is 0.0 at every CSVLogger row while val_acc rises."""
+    path = log_of("lightning_train_acc_int_div")
+    truth = EXPECTED["lightning_train_acc_int_div"]
+    pathology = truth["pathologies"][0]
+    rows = rows_of(path)
+    train_acc = [(int(row["step"]), float(row["train_acc"])) for row in rows if row["train_acc"]]
+    val_acc = [float(row["val_acc"]) for row in rows if row["val_acc"]]
+    assert {value for _, value in train_acc} == {0.0}
+    assert pathology["true_train_acc_max"] > 0.5  # the model was right often: the metric is not
+    assert val_acc[-1] - val_acc[0] > 0.2  # the model learns
+    found = loud(path)
+    assert [(f.detector, f.metric) for f in found] == [("plateau", "train_acc")]
+    finding = found[0]
+    assert finding.severity is Severity.WARNING
+    assert "stuck at exactly 0" in finding.title
+    assert (finding.step_start, finding.step_end) == (train_acc[0][0], train_acc[-1][0])
+    assert (finding.step_start, finding.step_end) == tuple(pathology["step_range"])
+    assert f"0 at all {len(train_acc)} logged points" in finding.message
+    fixes = " ".join(finding.fixes)
+    assert "batches it is computed on" in fixes and "integer division" in fixes
