@@ -118,6 +118,28 @@ def test_a_dataset_loading_preamble_of_many_short_lines_is_read_past(
     assert len(read_log(path).metrics["train/loss"]) == 12
 
 
+def test_a_real_scan_of_thousands_of_items_before_training_is_read_past() -> None:
+    """scan_preamble.log: a real loop printed `Scan i/4541...` for each of its 4,541 items,
+    past the sniffed head's 400 lines and 64 KiB, before its first training line."""
+    path = stdout_fixture("scan_preamble.log")
+    text = path.read_text(encoding="utf-8")
+    preamble = text[: text.index("Epoch 1/")]
+    assert preamble.count("\n") > 4000 and len(preamble.encode("utf-8")) > 64 * 1024
+    assert detect_format(path, str(path))[0].name == "stdout"
+    run = read_log(path)
+    assert_well_formed(run)
+    steps = re.findall(r"^Epoch (\d+)/\d+ \| Batch (\d+)/(\d+) \| Loss: ([\d.]+)$", text, re.M)
+    evals = re.findall(r"^Epoch (\d+)/\d+ \| val_loss: ([\d.]+) \| val_acc: ([\d.]+)%$", text, re.M)
+    assert (len(steps), len(evals)) == (20, 5)  # 5 epochs, a line every 10 of 40 batches
+    per_epoch = int(steps[0][2])
+    assert run.metrics["train/loss"].steps.tolist() == [
+        (int(e) - 1) * per_epoch + int(b) for e, b, _, _ in steps
+    ]
+    assert run.metrics["train/loss"].values.tolist() == [float(s[3]) for s in steps]
+    assert run.metrics["eval/loss"].steps.tolist() == [int(e) * per_epoch for e, _, _ in evals]
+    assert run.metrics["eval/loss"].values.tolist() == [float(v) for _, v, _ in evals]
+
+
 def test_evaluation_lines_in_a_row_keep_their_own_steps(make_file: MakeFile) -> None:
     """HF prints an eval dict per epoch even when no train dict came between two of them
     (logging_steps longer than an epoch): each is a point, none overwrites another."""

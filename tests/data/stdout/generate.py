@@ -29,6 +29,10 @@ library warnings and the training lines interleave as they do in a real log):
 - `logging_steps.log`: the same loop with `logging.basicConfig`'s default format
   (`INFO:__main__:...`), printing `Epoch [1/4], Step [10/25], Loss: X` every 5 batches
   (the step restarts each epoch) and `Epoch [1] Validation Loss: Y` after each epoch.
+- `scan_preamble.log`: a plain torch loop that first scans its 4,541 items one by one,
+  printing `Scan 1/4541...` for each (thousands of short lines before any training line,
+  as dataset-loading code does), then prints `Epoch 1/5 | Batch 10/40 | Loss: X` every 10
+  batches and `Epoch 1/5 | val_loss: Y | val_acc: Z%` after each epoch.
 - `trl_sft.log`: TRL's `SFTTrainer` (tqdm on) on a tiny randomly initialised Llama with a
   word-level tokenizer built in code (no downloads): its dicts, values printed as strings,
   between carriage-return bar refreshes.
@@ -504,6 +508,45 @@ def build_nanogpt_loop() -> None:
     shutil.copyfile(log_file, kept / "log.txt")
 
 
+def scan_preamble_loop() -> None:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(SEED)
+    gen = torch.Generator().manual_seed(SEED)
+    items, features = 4541, 16
+    centres = torch.randn(4, features, generator=gen)
+    rows, labels = [], []
+    for index in range(items):  # what a loader that checks every file prints while it scans
+        label = int(torch.randint(4, (), generator=gen))
+        rows.append(centres[label] + 1.5 * torch.randn(features, generator=gen))
+        labels.append(label)
+        print(f"Scan {index + 1}/{items}...")
+    print(f"Scanned {items} items")
+    x, y = torch.stack(rows), torch.tensor(labels)
+    train_x, train_y, val_x, val_y = x[:4000], y[:4000], x[4000:], y[4000:]
+    model = nn.Sequential(nn.Linear(features, 32), nn.ReLU(), nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    epochs, batch_size = 5, 100
+    batches = len(train_x) // batch_size
+    for epoch in range(1, epochs + 1):
+        order = torch.randperm(len(train_x), generator=gen)
+        for batch in range(batches):
+            index = order[batch * batch_size : (batch + 1) * batch_size]
+            loss = nn.functional.cross_entropy(model(train_x[index]), train_y[index])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if (batch + 1) % 10 == 0:
+                where = f"Epoch {epoch}/{epochs} | Batch {batch + 1}/{batches}"
+                print(f"{where} | Loss: {loss.item():.4f}")
+        with torch.no_grad():
+            logits = model(val_x)
+            val_loss = nn.functional.cross_entropy(logits, val_y).item()
+            val_acc = (logits.argmax(1) == val_y).float().mean().item() * 100
+        print(f"Epoch {epoch}/{epochs} | val_loss: {val_loss:.4f} | val_acc: {val_acc:.2f}%")
+
+
 CASES = {
     "hf_trainer_no_tqdm": lambda: hf_trainer(disable_tqdm=True),
     "hf_trainer_tqdm": lambda: hf_trainer(disable_tqdm=False),
@@ -515,6 +558,7 @@ CASES = {
     "logging_epochs": lambda: logging_loop("epochs"),
     "logging_steps": lambda: logging_loop("steps"),
     "trl_sft": trl_sft,
+    "scan_preamble": scan_preamble_loop,
 }
 
 
