@@ -2,8 +2,9 @@
 pinned against the raw values in the file (read with the csv module, not through
 trainspotter) and the ground truth its script counted while training (expected.json):
 
-- `torch_epoch_step_overfit`: a hand-written loop writes the batch index within the epoch
-  as `step` (`readers/_epoch_steps.py` counts it across epochs);
+- `torch_epoch_step_overfit` (and its healthy twin `torch_epoch_step_healthy`): a
+  hand-written loop writes the batch index within the epoch as `step`
+  (`readers/_epoch_steps.py` counts it across epochs);
 - `lightning_train_acc_int_div`: `training_step` logs its accuracy as an integer division,
   0 at every step (`stuck.is_train_rate`: plateau checks a train accuracy for an exact
   repeat).
@@ -16,6 +17,8 @@ import json
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from trainspotter.analysis import Analysis, analyze
 from trainspotter.model import Finding, Severity
@@ -43,12 +46,16 @@ def rows_of(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_a_per_epoch_step_column_is_counted_across_epochs() -> None:
-    """torch_epoch_step_overfit: 50 epochs x 2 csv.writer rows, `step` 9 or 19 in each."""
-    path = log_of("torch_epoch_step_overfit")
-    truth = EXPECTED["torch_epoch_step_overfit"]
+@pytest.mark.parametrize(
+    ("example", "row_count"), [("torch_epoch_step_overfit", 100), ("torch_epoch_step_healthy", 30)]
+)
+def test_a_per_epoch_step_column_is_counted_across_epochs(example: str, row_count: int) -> None:
+    """torch_epoch_step_*: 2 csv.writer rows per epoch, `step` 9 or 19 in each (the healthy
+    twin: silent, tests/test_examples.py)."""
+    path = log_of(example)
+    truth = EXPECTED[example]
     rows = rows_of(path)
-    assert len(rows) == truth["facts"]["rows"] == 100
+    assert len(rows) == truth["facts"]["rows"] == row_count
     assert {row["step"] for row in rows} == {"9", "19"}  # the file's step restarts each epoch
     run = read_log(path)
     # Every row is a point, at the global step the training loop counted for it.
