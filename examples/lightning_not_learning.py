@@ -100,7 +100,9 @@ def fit(
     epochs: int,
     log_every: int = 1,
     val_every: float = 1.0,
-) -> None:
+) -> L.Trainer:
+    """Train into ``examples/<name>/lightning_logs`` with ``CSVLogger``, one torch thread,
+    deterministic; the trainer, for its ``global_step``."""
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     torch.set_num_threads(1)
     log_root = HERE / name / "lightning_logs"
@@ -119,6 +121,7 @@ def fit(
         deterministic=True,
     )
     trainer.fit(model, train, val)
+    return trainer
 
 
 def noisy_not_learning(_: object) -> dict[str, Any]:

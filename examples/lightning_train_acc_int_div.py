@@ -23,14 +23,11 @@ Environment (see examples/README.md; the framework venv)::
 
 from __future__ import annotations
 
-import shutil
 import sys
-import warnings
 from pathlib import Path
 
 import lightning as L
 import torch
-from lightning.pytorch.loggers import CSVLogger
 from sklearn.datasets import make_classification
 from torch import nn
 from torch.nn import functional as F
@@ -39,6 +36,7 @@ from torch.utils.data import DataLoader, TensorDataset
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from expected_entry import rounded, write_entry  # noqa: E402
+from lightning_not_learning import fit  # noqa: E402  (CSVLogger, seeded, on CPU)
 
 NAME = "lightning_train_acc_int_div"
 LOG_FILE = "lightning_logs/version_0/metrics.csv"
@@ -94,8 +92,6 @@ class Classifier(L.LightningModule):
 
 
 def main() -> None:
-    warnings.filterwarnings("ignore", ".*does not have many workers.*")
-    torch.set_num_threads(1)
     L.seed_everything(SEED, workers=True)
     x, y = make_classification(
         n_samples=3000,
@@ -109,25 +105,14 @@ def main() -> None:
     x_t, y_t = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.int64)
     train = TensorDataset(x_t[:2000], y_t[:2000])
     val = TensorDataset(x_t[2000:], y_t[2000:])
-    log_root = HERE / NAME / "lightning_logs"
-    if log_root.exists():
-        shutil.rmtree(log_root)
     model = Classifier()
-    trainer = L.Trainer(
-        max_epochs=EPOCHS,
-        accelerator="cpu",
-        devices=1,
-        logger=CSVLogger(save_dir=str(HERE / NAME), name="lightning_logs"),
-        log_every_n_steps=LOG_EVERY,
-        deterministic=True,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(
+    trainer = fit(
+        NAME,
         model,
         DataLoader(train, batch_size=BATCH, shuffle=True),
         DataLoader(val, batch_size=256),
+        EPOCHS,
+        log_every=LOG_EVERY,
     )
     steps = int(trainer.global_step)
     assert max(model.logged_train_acc) == 0.0, max(model.logged_train_acc)

@@ -13,32 +13,13 @@ trainspotter) and the ground truth its script counted while training (expected.j
 from __future__ import annotations
 
 import csv
-import json
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_example_classes import EXPECTED, log_of, loud
 
-from trainspotter.analysis import Analysis, analyze
-from trainspotter.model import Finding, Severity
+from trainspotter.model import Severity
 from trainspotter.readers import read_log
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
-
-
-def log_of(run: str) -> Path:
-    return EXAMPLES / run / EXPECTED[run]["files"][0]
-
-
-@cache
-def analysis_of(path: Path) -> Analysis:
-    return analyze(read_log(path))
-
-
-def loud(path: Path) -> list[Finding]:
-    return [f for f in analysis_of(path).findings if f.severity >= Severity.WARNING]
 
 
 def rows_of(path: Path) -> list[dict[str, str]]:
