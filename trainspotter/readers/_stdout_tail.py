@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from trainspotter.model import Run
 from trainspotter.readers._tabular import canonical_name
-from trainspotter.readers.base import Growth, ReadOptions
+from trainspotter.readers.base import FollowedLog, Growth, Reader, ReadOptions
 from trainspotter.readers.incremental import TextFollower
 
 
@@ -42,30 +42,25 @@ class PrintedLines(Protocol):
     def run(self, source_format: str, display: str, options: ReadOptions) -> Run: ...
 
 
-class StdoutTail:
-    """A training log still being printed to (see `readers/incremental.py`)."""
+@dataclass(eq=False)
+class StdoutTail(FollowedLog[Reader]):
+    """A training log still being printed to (see `readers/incremental.py`); `target` is
+    the file (`file_to_follow`)."""
 
-    def __init__(
-        self,
-        make_lines: Callable[[], PrintedLines],
-        source_format: str,
-        file: Path,
-        display: str,
-        options: ReadOptions,
-    ) -> None:
-        self._make_lines = make_lines
-        self.source_format = source_format
-        self.display = display
-        self.options = options
-        self._text = TextFollower(file, display)
-        self._lines = make_lines()
-        self.points = 0
+    make_lines: Callable[[], PrintedLines]
+    """The reader's line parser (`stdout.StdoutLines`), made anew when the file restarts."""
+    _text: TextFollower = field(init=False)
+    _lines: PrintedLines = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._text = TextFollower(self.target, self.display)
+        self._lines = self.make_lines()
 
     def poll(self, final: bool = False) -> Growth:
         new, replaced = self._text.read_lines(final)
         growth = Growth(restarted=replaced)
         if replaced:
-            self._lines = self._make_lines()
+            self._lines = self.make_lines()
         lines = self._lines
         marks = {name: len(metric.values) for name, metric in lines.metrics.items()}
         records = lines.records
@@ -84,4 +79,4 @@ class StdoutTail:
     def run(self) -> Run | None:
         if self._lines.line_count == 0:
             return None
-        return self._lines.run(self.source_format, self.display, self.options)
+        return self._lines.run(self.reader.name, self.display, self.options)

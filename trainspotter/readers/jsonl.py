@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from trainspotter.readers._files import (
 )
 from trainspotter.readers._records import RecordTableBuilder
 from trainspotter.readers._tabular import RunBuilder, canonical_name, table_to_run
-from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.base import FollowedLog, Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import Follower, file_to_follow
 
 SUFFIXES = (".jsonl", ".ndjson")
@@ -118,7 +119,7 @@ class JsonlReader(Reader):
         return lines.run(self.name, display, options)
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
-        return JsonlTail(self.name, file_to_follow(self, target, display), display, options)
+        return JsonlTail(self, file_to_follow(self, target, display), display, options)
 
 
 class JsonlLines:
@@ -184,18 +185,17 @@ class JsonlLines:
         )
 
 
-class JsonlTail:
-    """A growing JSON Lines log (see `readers/incremental.py`)."""
+@dataclass(eq=False)
+class JsonlTail(FollowedLog[JsonlReader]):
+    """A growing JSON Lines log (see `readers/incremental.py`); `target` is the file
+    (`file_to_follow`)."""
 
-    def __init__(self, source_format: str, file: Path, display: str, options: ReadOptions) -> None:
-        self.source_format = source_format
-        self.display = display
-        self.options = options
-        self.file = file
-        self._follower = Follower(file, max_pending=MAX_LINE_BYTES)
-        self._lines = JsonlLines()
-        self._names: dict[str, str] = {}
-        self.points = 0
+    _follower: Follower = field(init=False)
+    _lines: JsonlLines = field(default_factory=JsonlLines, init=False)
+    _names: dict[str, str] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self._follower = Follower(self.target, max_pending=MAX_LINE_BYTES)
 
     def poll(self, final: bool = False) -> Growth:
         data, replaced = self._follower.read()
@@ -236,7 +236,7 @@ class JsonlTail:
     def run(self) -> Run | None:
         if self._lines.line_count == 0:
             return None
-        return self._lines.run(self.source_format, self.display, self.options)
+        return self._lines.run(self.reader.name, self.display, self.options)
 
 
 READER = JsonlReader()

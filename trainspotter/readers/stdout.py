@@ -490,7 +490,7 @@ class StdoutReader(Reader):
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
         file = file_to_follow(self, target, display)
-        return StdoutTail(StdoutLines, self.name, file, display, options)
+        return StdoutTail(self, file, display, options, StdoutLines)
 
 
 READER = StdoutReader()

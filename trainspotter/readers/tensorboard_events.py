@@ -60,7 +60,7 @@ file is rejected clearly instead of being read as empty.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ from trainspotter.readers._event_scan import EventFileScanner, TagPoints
 from trainspotter.readers._event_writer import KERAS_FOLDERS, KERAS_TAG_PREFIX, record_writer
 from trainspotter.readers._tabular import Column, RunBuilder, canonical_name, list_names
 from trainspotter.readers._tfrecord import has_record_framing, read_header
-from trainspotter.readers.base import Growth, Reader, ReadOptions, Tail
+from trainspotter.readers.base import FollowedLog, Growth, Reader, ReadOptions, Tail
 from trainspotter.readers.incremental import Follower
 
 EVENT_FILE_PREFIX = "events.out.tfevents"
@@ -262,24 +262,16 @@ class _EventFile:
     follower: Follower
 
 
-class TensorBoardTail:
+@dataclass(eq=False)
+class TensorBoardTail(FollowedLog[TensorBoardReader]):
     """A growing TensorBoard event file, or a run folder whose files grow and multiply
     (see `readers/incremental.py`)."""
 
-    def __init__(
-        self,
-        reader: TensorBoardReader,
-        target: Path,
-        display: str,
-        options: ReadOptions,
-    ) -> None:
-        self.reader = reader
-        self.target = target
-        self.display = display
-        self.options = options
-        self._event_class = load_event_class(display)
-        self._files: dict[Path, _EventFile] = {}
-        self.points = 0
+    _event_class: Any = field(init=False)
+    _files: dict[Path, _EventFile] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self._event_class = load_event_class(self.display)  # the missing extra: at open
 
     def _scanner(self) -> EventFileScanner:
         scanner = EventFileScanner(self._event_class)
