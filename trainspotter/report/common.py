@@ -206,3 +206,10 @@ def not_a_health_verdict(analysis: Analysis) -> str | None:
     if all(c.metrics for c in ran) and not any(is_loss_like(m) for c in ran for m in c.metrics):
         return "no loss metric was examined"
     return None
+
+
+def not_checked_reason(analysis: Analysis) -> str | None:
+    """Why a log is "not checked" rather than "passed" in the HTML and Markdown reports:
+    it has no finding and `not_a_health_verdict` says why it cannot be called healthy.
+    None for a log with a finding, or one that was checked."""
+    return not_a_health_verdict(analysis) if analysis.worst is None else None

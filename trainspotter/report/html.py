@@ -36,7 +36,7 @@ from trainspotter.report.common import (
     counts_phrase,
     findings_root_cause_first,
     log_label,
-    not_a_health_verdict,
+    not_checked_reason,
     plural,
     step_range,
     steps_logged,
@@ -180,7 +180,7 @@ _NOT_CHECKED_BADGE = '<span class="sev">not checked</span>'
 
 def _log_badge(analysis: Analysis) -> str:
     """The log's worst severity; "not checked" instead of "healthy" when nothing was."""
-    if analysis.worst is None and not_a_health_verdict(analysis) is not None:
+    if not_checked_reason(analysis) is not None:
         return _NOT_CHECKED_BADGE
     if analysis.worst is None or analysis.worst < Severity.WARNING:
         return _PASSED_BADGE
@@ -330,7 +330,7 @@ def _checks_html(analysis: Analysis) -> str:
 def _log_section(analysis: Analysis, index: int, several: bool) -> str:
     run = analysis.run
     worst = analysis.worst
-    unchecked = not_a_health_verdict(analysis)
+    unchecked = not_checked_reason(analysis)
     if worst is None:
         verdict = (
             f'{_PASSED_BADGE}<span class="healthy">No findings: the run looks healthy.</span>'
@@ -401,7 +401,7 @@ def render_html(analyses: Sequence[Analysis]) -> str:
     badge = _severity_badge(worst)
     if worst is None or worst < Severity.WARNING:
         headline, badge = _passed_text(totals[Severity.INFO]), _PASSED_BADGE
-    if worst is None and any(not_a_health_verdict(a) is not None for a in analyses):
+    if worst is None and any(not_checked_reason(a) is not None for a in analyses):
         headline = "no findings, but not every log could be checked (see Checks)"
         badge = _NOT_CHECKED_BADGE
     body = [

@@ -42,7 +42,7 @@ from trainspotter.report.common import (
     counts_phrase,
     findings_root_cause_first,
     log_label,
-    not_a_health_verdict,
+    not_checked_reason,
     plural,
     step_range,
     steps_logged,
@@ -109,7 +109,7 @@ def _log_verdict(analysis: Analysis, fail_on: Severity) -> str:
     worst = analysis.worst
     if worst is not None and worst >= fail_on:
         return "failed"
-    if worst is None and not_a_health_verdict(analysis) is not None:
+    if not_checked_reason(analysis) is not None:
         return "not checked"
     return "passed"
 
@@ -179,9 +179,9 @@ def _healthy_line(analysis: Analysis, fail_on: Severity) -> str:
     label = _log_text(log_label(analysis.run), 300)
     verdict = _log_verdict(analysis, fail_on)
     line = f"- {_mark(analysis, fail_on)} {label}: {verdict}, {steps_logged(analysis.run)}"
-    unchecked = not_a_health_verdict(analysis)
+    unchecked = not_checked_reason(analysis)
     infos = total_counts([analysis])[Severity.INFO]
-    if verdict == "not checked" and unchecked is not None:
+    if unchecked is not None:  # verdict "not checked"
         line += f", {markdown_text(unchecked)}"
     elif analysis.worst is None:
         line += ", no findings"
