@@ -94,9 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyse one or more training logs",
         description="Read each log (file or folder), run every detector and report.",
     )
-    analyze_cmd.add_argument(
-        "paths", nargs="+", metavar="PATH", help="log file or folder, or a glob pattern"
-    )
+    _add_paths_argument(analyze_cmd)
     _add_report_options(analyze_cmd)
     analyze_cmd.add_argument(
         "--jobs",
@@ -145,7 +143,7 @@ def _add_report_options(cmd: argparse.ArgumentParser) -> None:
         "exit 1 when a finding is at or above this severity (default: the config's "
         "fail_on, else error)",
     )
-    cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
+    _add_run_option(cmd)
     add_detail_flags(cmd, finding=True)
 
 
@@ -154,6 +152,18 @@ def _add_config_option(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--config", metavar="FILE", help="settings file (default: ./.trainspotter.yml if present)"
     )
+
+
+def _add_paths_argument(cmd: argparse.ArgumentParser) -> None:
+    """`PATH...`, as analyze and watch take it."""
+    cmd.add_argument(
+        "paths", nargs="+", metavar="PATH", help="log file or folder, or a glob pattern"
+    )
+
+
+def _add_run_option(cmd: argparse.ArgumentParser) -> None:
+    """`--run NAME`, as analyze, compare and watch take it."""
+    cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
 
 
 def _positive_int(text: str) -> int:
@@ -185,9 +195,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
         "files are waited for), read only what is appended, and print every finding that is "
         "new or grew. Ctrl-C stops with a summary (exit 130).",
     )
-    watch_cmd.add_argument(
-        "paths", nargs="+", metavar="PATH", help="log file or folder, or a glob pattern"
-    )
+    _add_paths_argument(watch_cmd)
     watch_cmd.add_argument(
         "--interval", type=_positive_float, default=2.0, metavar="S", help="seconds between polls"
     )
@@ -205,7 +213,7 @@ def _add_watch_command(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_config_option(watch_cmd)
     watch_cmd.add_argument("--format", choices=sorted(READERS), help="force the log format")
-    watch_cmd.add_argument("--run", metavar="NAME", help="pick one run from a multi-run file")
+    _add_run_option(watch_cmd)
     watch_cmd.add_argument(
         "--exec",
         dest="exec_command",
