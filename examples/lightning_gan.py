@@ -19,11 +19,11 @@ standard deviations of their centre.
 
 - ``lightning_gan_healthy``: the standard recipe (the non-saturating loss through
   ``BCEWithLogitsLoss``, both players at LR 1e-3), 25 epochs, 2,000 steps. The generator
-  learns the ring (``val_swd`` 1.27 after the first epoch, 0.09 after the last; all 8
-  modes covered) while the players' losses move with each other's skill: the
-  discriminator's epoch-median loss rises from 0.84 (epoch 1) to 1.32 (last epoch),
-  towards chance, as the generator improves; the generator's rises from 0.74 (epoch 3) to
-  1.08 (epoch 13) as the discriminator learns, then eases. Must be silent. Before
+  learns the ring (``val_swd`` 1.27 at step 79, 0.09 at step 1999; all 8 modes covered)
+  while the players' losses move with each other's skill: the discriminator's loss rises
+  from 0.84 (median of steps 80-159) to 1.32 (median of steps 1920-1999), towards chance,
+  as the generator improves; the generator's rises from 0.74 (median of steps 240-319) to
+  1.08 (steps 1040-1119) as the discriminator learns, then eases. Must be silent. Before
   ``names.adversarial_losses`` trainspotter called its ``d_loss`` "drifting upward
   (diverging)" (error) and "stalled far from convergence" (warning).
 - ``lightning_gan_nan``: the same GAN with the textbook losses written by hand,

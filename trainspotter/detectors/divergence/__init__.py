@@ -152,7 +152,10 @@ class DivergenceDetector(
     **Example.** `examples/divergence/trainer_state.json`: an error from step 304, where
     train/loss started climbing after the LR jumped at step 300, to +Inf at step 380.
     `examples/missing_warmup/trainer_state.json`: a warning at steps 215-465, a climb that
-    came back. Silent on `examples/healthy/trainer_state.json`.
+    came back. Silent on `examples/healthy/trainer_state.json`, and on the GAN of
+    `examples/lightning_gan_healthy/` whose d_loss rises from 0.84 to 1.32 (medians of steps
+    80-159 and 1920-1999) while its generator learns; its twin `examples/lightning_gan_nan/`
+    (d_loss +Inf from step 103) is an error.
     """
 
     def detect(self, run: Run, params: DivergenceParams) -> list[Finding]:

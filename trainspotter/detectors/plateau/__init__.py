@@ -226,6 +226,11 @@ class PlateauDetector(
     Stuck on most evaluations: a model converged from its first evaluation whose
     predictions leave one value only upwards while its loss creeps down (0.2% of
     generated converged small-eval-set accuracies).
+    A GAN's player losses (`names.adversarial_losses`) follow the opponent's skill, so only
+    their fall-then-freeze collapse is judged: a GAN whose generator never learns is not
+    called not learning here (`examples/lightning_gan_healthy/`: d_loss 1.437 at step 0
+    and 1.335 at step 1999 while the generator learns the data, the healthy case this
+    keeps silent).
 
     **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
