@@ -1,7 +1,8 @@
 """divergence: non-finite losses or gradients, and a loss drifting upward for good.
 
-A subpackage because its two cases share nothing but the detector: `nonfinite` groups
-NaN/Inf episodes into incidents and tells an fp16 overflow skip from a blow-up; `rise`
+A subpackage because its cases share nothing but the detector: `nonfinite` groups
+NaN/Inf episodes into incidents and tells an fp16 overflow skip from a blow-up;
+`metric_nonfinite` finds another metric (Dice, F1, ...) turning NaN/Inf; `rise`
 tests a loss for a sustained rise (to the end of the log, or one that came back). This
 module runs both and turns a component loss's rise into a trade-off warning; `params`
 holds the id and parameters every part reads.
@@ -14,6 +15,12 @@ import math
 
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Detector, Reads
+from trainspotter.detectors.divergence.metric_nonfinite import (
+    MetricBreak,
+    metric_break,
+    metric_finding,
+    watched,
+)
 from trainspotter.detectors.divergence.nonfinite import (
     Episode,
     incidents,
@@ -38,8 +45,12 @@ class DivergenceDetector(
     name=NAME,
     params=DivergenceParams,
     causal_rank=4,
-    reads=Reads(lambda n: is_loss_like(n) or is_gradient(n), "no loss or gradient-norm metric"),
-    summary="NaN/Inf in a loss or gradient (error; lone fp16 skips: info) or a rising loss.",
+    reads=Reads(
+        lambda n: is_loss_like(n) or is_gradient(n) or watched(n),
+        "no loss, gradient-norm or model-quality metric",
+    ),
+    summary="NaN/Inf in a loss or gradient (error; lone fp16 skips: info), NaN/Inf in another "
+    "metric (warning), or a rising loss.",
 ):
     """Finds a run that blew up: non-finite values in a loss or gradient metric, and a loss
     that keeps rising.
@@ -55,6 +66,14 @@ class DivergenceDetector(
       unchanged). That is designed behaviour, so it is *info*; it becomes a *warning* when
       skips are frequent (the scaler keeps overflowing: a sign of activations near the fp16
       range).
+    - A non-finite value in **another metric** (Dice, F1, accuracy, perplexity, the LR;
+      train or eval) after it had been finite: *warning*, never an error (training may be
+      fine: a metric that breaks while the loss does not is most often a metric bug, a 0/0
+      on an empty mask or an absent class, or a blow-up on some inputs that the loss
+      hides). The finding names the metric, its first non-finite step, how many of the
+      points from there on are non-finite, and whether the losses of the same side (eval
+      for an eval metric) stayed finite over those steps. When a loss is non-finite over
+      the same steps, the metric is named in the loss's finding instead.
     - A loss *rising to the end* of the log (error), or *a climb that came back* (warning).
       A component loss (one term of a multi-term loss) rising to the end while the total
       (`train/loss`, or a `mean_loss`/`total_loss`-like name) is not is a trade-off
@@ -71,6 +90,18 @@ class DivergenceDetector(
     more than `max_skip_points` consecutive logged points, or up to the end of the log;
     otherwise a skip, a warning when skips hit more than `frequent_skip_fraction` of the
     logged gradient points.
+
+    *Non-finite metrics* (`metric_nonfinite`). Every other metric except timing,
+    throughput and bookkeeping ones (`step_time`, `throughput`, `epoch`, and names with
+    time, runtime, per_sec, `_per_`, speed, flos, memory) is scanned the same way, from its
+    first finite value on: the leading run of non-finite points before it is "not computed
+    yet" and ignored. The first episode (`merge_gap` as above) holding at least
+    `metric_min_nonfinite_points` non-finite points starts the finding; an episode of one
+    point is ignored. When the finite points fall on a regular grid of every k-th logged
+    point (k >= 2, at least 3 of them) with every point between them non-finite, the logger
+    writes NaN for "not computed at this log": only a scheduled point after the last finite
+    one counts (at least `metric_min_nonfinite_points` of them before the log ends). A
+    metric episode that overlaps a loss incident joins it (`nonfinite.incidents` ranges).
 
     *Sustained rises.* Per train loss (eval losses only when the run has no train loss: an
     eval loss rising while train loss falls is overfitting, the overfitting detector's
@@ -120,7 +151,9 @@ class DivergenceDetector(
       reaches 1, so a calibration burst at the start is at most that long.
       `frequent_skip_fraction` 0.1: overflow skips on more than a tenth of the logged
       gradient points lose many updates. `merge_gap` 3: non-finite points a few finite
-      points apart are one incident.
+      points apart are one incident. `metric_min_nonfinite_points` 2: one NaN that is
+      finite again at the next point is one empty batch (or one empty eval set) and says
+      little; two in one stretch is a metric that keeps failing.
     - `drift_alpha` 0.01 and `transient_alpha` 0.01: a strict level, and never a verdict
       alone: the effect-size tests below must pass too.
     - `monotone_tau` 0.6 over `monotone_min_points` 20: the autocorrelation correction in
@@ -147,12 +180,27 @@ class DivergenceDetector(
     `names.adversarial_losses` and get no rise verdict, only the non-finite check); a loss
     logged as a cumulative or running average over something that grows. Non-finite values
     that a logger writes for "not computed at this step" (instead of leaving the cell
-    empty) look like NaNs.
+    empty) look like NaNs: for a loss always; for another metric only when its finite
+    points are not on one regular grid (an eval metric written NaN between evaluations
+    whose interval changes, or with extra epoch-end rows between them, is reported as
+    broken). The readers leave an empty cell (CSV, Lightning, W&B exports) or an absent
+    key (JSON/JSONL, trainer_state.json) out of the metric, and Keras's `NA` is not a
+    number: those are never read as NaN.
+    Non-finite metrics, by design: a metric non-finite from its first logged point (never
+    computed, or not yet) is not reported, nor a single isolated NaN that is finite again
+    at the next point (one batch with an empty mask), nor two such points more than
+    `merge_gap` points apart; a timing or throughput metric at +Inf (a first step timed as
+    0 s: samples/second = n / 0) is not read at all. A metric whose 0/0 is legitimate and
+    documented (a per-class recall for a class absent from the eval set) is reported: the
+    practitioner should know the number is not a score.
 
     **Example.** `examples/divergence/trainer_state.json`: an error from step 304, where
     train/loss started climbing after the LR jumped at step 300, to +Inf at step 380.
     `examples/missing_warmup/trainer_state.json`: a warning at steps 215-465, a climb that
-    came back. Silent on `examples/healthy/trainer_state.json`, and on the GAN of
+    came back. `examples/lightning_dice_nan/lightning_logs/version_0/metrics.csv`: a
+    warning from step 239, where train_dice turned NaN (a blank tile predicted blank is
+    0/0) while train/loss stayed finite, and one from step 259 for val_dice. Silent on
+    `examples/healthy/trainer_state.json`, and on the GAN of
     `examples/lightning_gan_healthy/` whose d_loss rises from 0.84 to 1.32 (medians of steps
     80-159 and 1920-1999) while its generator learns; its twin `examples/lightning_gan_nan/`
     (d_loss +Inf from step 103) is an error.
@@ -176,7 +224,15 @@ class DivergenceDetector(
             if is_loss_like(name)
             and (rise := tail_rise(*_finite(run.metrics[name]), params)) is not None
         }
-        findings = [nonfinite_finding(run, group, params, lead_in) for group in incidents(episodes)]
+        groups = incidents(episodes)
+        breaks = [
+            found
+            for name, series in run.metrics.items()
+            if watched(name) and (found := metric_break(name, series, params)) is not None
+        ]
+        alone = _fold_into_loss_incidents(breaks, groups)
+        findings = [nonfinite_finding(run, group, params, lead_in) for group in groups]
+        findings.extend(metric_finding(run, found) for found in alone)
         has_train_loss = any(is_loss_like(n) and not is_eval(n) for n in run.metrics)
         drifts: dict[str, Finding] = {}
         players = adversarial_losses(run.metrics)  # a GAN's losses need not fall
@@ -197,6 +253,26 @@ class DivergenceDetector(
             )
         findings.extend(_component_drifts_as_warnings(run, drifts))
         return findings
+
+
+def _fold_into_loss_incidents(
+    breaks: list[MetricBreak], groups: list[list[Episode]]
+) -> list[MetricBreak]:
+    """A metric that turned non-finite over the steps of a loss incident is part of it (the
+    loss's finding names it); the others, returned, are findings of their own."""
+    alone = []
+    for found in breaks:
+        episode = found.episode()
+        for group in groups:
+            if any(e.is_loss for e in group) and (
+                episode.start_step < max(e.reach for e in group)
+                and min(e.start_step for e in group) < episode.reach
+            ):
+                group.append(episode)
+                break
+        else:
+            alone.append(found)
+    return alone
 
 
 def _finite(series: Series) -> tuple[FloatArray, FloatArray]:

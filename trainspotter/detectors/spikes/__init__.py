@@ -2,7 +2,8 @@
 
 A subpackage of one pipeline over one `Curve`: `scoring` scores each point against its
 trailing window, forms episodes and judges recovery and absolute size; `message` turns an
-episode into a finding; this module runs them per metric and folds a total loss's terms
+episode into a finding; `neighbours` judges the points too early for a trailing window
+(one point an order of magnitude above both neighbours); this module runs them per metric and folds a total loss's terms
 into the total's findings; `params` holds the id and parameters every part reads.
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Detector, Reads
 from trainspotter.detectors.spikes.message import spike_finding
+from trainspotter.detectors.spikes.neighbours import neighbour_spikes, unjudged_points
 from trainspotter.detectors.spikes.params import NAME, SpikesParams
 from trainspotter.detectors.spikes.scoring import (
     Curve,
@@ -53,6 +55,9 @@ class SpikesDetector(
     the total, naming the terms that spiked with it; a term spiking while the total does
     not is the optimiser trading terms off and is not reported. A train-loss spike that
     came back while `eval/loss` did not come back to its best says what eval did.
+    A point too early for a noise baseline (an eval loss 25x its neighbours at its second
+    evaluation, back at the third) is a spike when it is an order of magnitude above both
+    neighbours: a warning that says it rests on 2 neighbouring points.
 
     **Algorithm.** Per loss-like metric (`names.is_loss_like`), on its finite points:
 
@@ -119,6 +124,21 @@ class SpikesDetector(
        8-40 on healthy runs: tests/detectors/test_healthy_property.py). Not recovered is
        an error; a rough baseline (fewer than a window of points) lowers either one level.
 
+    6. Too early for a baseline (`neighbours`). Where steps 2-5 cannot judge a point (the
+       first `min_baseline` points of an eval metric; every point of a metric with fewer
+       than `min_points`), one logged point is a spike when it is at least
+       `neighbour_ratio` x both the point before and the point after it, those two
+       neighbours are positive and agree within `neighbour_agreement` x, and the jump is
+       large in absolute terms: it undoes at least `min_progress_share` of the progress
+       from the reference level down to the neighbours, and, when the neighbours sit below
+       `near_zero_fraction` of the reference, it climbs above the reference itself. The
+       reference is the highest value the metric logged elsewhere and, for an eval metric,
+       the highest 5-point median of `train/loss` (the same loss on the same model: it says
+       how high the loss started when the eval curve begins after the fast fall). A
+       warning, never an error: it rests on 2 neighbouring points, and it came back at the
+       next. A train loss's first `min_baseline` logs of a longer log are left alone (its
+       fast, noisy start); a single per-batch point is the trailing-window rule's job.
+
     Cost: exact statistics for a point need its own window; on series of more than 2,000
     points `stats.trailing_block_baseline` (O(n)) screens candidates first, and only those
     are scored exactly. A million points take ~0.2 s.
@@ -144,6 +164,12 @@ class SpikesDetector(
     - `near_zero_fraction` 0.05: below 5% of its earlier level a classifier's batch loss
       is dominated by single misclassified examples (one at p=0.01 in a batch of 16 adds
       0.29), so one-log jumps to 0.1-0.3 are routine and say nothing about the run.
+    - `neighbour_ratio` 10: an order of magnitude. Without a noise estimate only a jump
+      far outside what a loss does between two evaluations counts: the jitter of one
+      evaluation on a whole eval set is a fraction of its level, and the min_ratio of the
+      trailing-window rule (1.5x) would call ordinary early jitter a spike here.
+      `neighbour_agreement` 2: the two neighbours say where the curve is; when they differ
+      by more (a curve still falling fast), the level the point should have is uncertain.
     - `startup_fall` 10: minibatch noise and a steep but smooth descent move a loss by
       less than tenfold between two logs; a start-up transient falls by 10^2-10^6 in one
       (4.3e6 -> 1.0 in lightning/012).
@@ -161,6 +187,14 @@ class SpikesDetector(
     (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
     whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
     `total_loss` and the like) is reported per term.
+    Too early for a baseline: the early evaluations of a run fall fast (0.9 -> 0.45 is
+    learning, not a spike: only a point above both neighbours counts, so a falling start or
+    an evaluation at step 0 before training, which has no neighbour before it, never does);
+    a near-zero or coarsely rounded eval loss (0.01 -> 0.12 -> 0.01) jumps by one example
+    or one rounding step, which the near-zero test sheds when the run logs a train loss
+    that started high, but not on an eval-only log whose every value is near zero. Misses
+    by design: a two-point burst (neither point is above both of its neighbours), a jump
+    under 10x, and a jump between neighbours that disagree by more than 2x.
     Start-up transient: a run logged so sparsely that its loss falls tenfold between two
     of its first logs, or halves at every log for its first few, and then memorises has
     its reference taken after that fall, so its memorised jumps that last a few logs can
@@ -169,7 +203,10 @@ class SpikesDetector(
     against it can still be missed.
 
     **Example.** `examples/loss_spike/trainer_state.json`: a warning at step 400, where a
-    batch with shifted labels made train/loss jump, and it recovered. Silent on
+    batch with shifted labels made train/loss jump, and it recovered.
+    `examples/lightning_bn_eval_spike/lightning_logs/version_0/metrics.csv`: a warning at
+    step 39, the second evaluation, where eval/loss is 33x both of its neighbours (a batch
+    with a +100 offset moved BatchNorm's running mean just before it). Silent on
     `examples/healthy/trainer_state.json`.
     """
 
@@ -222,8 +259,9 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
     finite = series.finite
     raw = series.values[finite]
     n = int(raw.size)
-    if n < max(params.min_points, params.min_baseline + 1):
+    if n < 3:
         return []
+    unjudged = unjudged_points(name, n, params)
     values, in_log = stats.log_if_positive(raw)
     if in_log:
         min_jump = math.log10(params.min_ratio)
@@ -242,15 +280,16 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
         window=window,
         ends_nonfinite=not bool(np.isfinite(series.values[-1])),
     )
+    early = neighbour_spikes(name, run, curve, unjudged, params) if unjudged else []
+    if unjudged == n:
+        return early
     z, median, sigma = spike_scores(curve, params)
     found = [
         judge_episode(curve, z, median, sigma, start, end, params)
         for start, end in stats.episodes(z >= params.z_threshold, max_gap=params.merge_gap)
     ]
     found = [e for e in merge_unrecovered(found) if large_enough(curve, e, params)]
-    if not found:
-        return []
-    return [
+    return early + [
         spike_finding(name, run, curve, e, params, len(found))
         for e in worth_showing(found, curve, params)
     ]

@@ -129,7 +129,7 @@ def spike_finding(
         step_end=end_step,
         message=message,
         evidence=evidence,
-        fixes=_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
+        fixes=spike_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
     )
 
 
@@ -144,7 +144,7 @@ def _lr_at(run: Run, step: int) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _fixes(
+def spike_fixes(
     name: str, step: int, severity: Severity, first_logged: int, run: Run
 ) -> tuple[str, ...]:
     if is_eval(name):

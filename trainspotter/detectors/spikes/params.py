@@ -49,6 +49,11 @@ class SpikesParams:
     """Below this fraction of its highest earlier level a positive curve has memorised:
     a jump that comes back within `recovery_points` points there is not an incident
     unless it climbs above that earlier level."""
+    neighbour_ratio: float = 10.0
+    """A point this many times both of its neighbours is a spike without a noise baseline
+    (only where the trailing-window rule cannot judge: `neighbours`)..."""
+    neighbour_agreement: float = 2.0
+    """...when the two neighbours are within this factor of each other."""
     startup_fall: float = 10.0
     """A fall of at least this ratio between two consecutive logs among a log's first
     points ends a start-up transient, which the progress and memorised tests then skip."""

@@ -1,0 +1,396 @@
+"""Two real Lightning runs, logged by Lightning's own ``CSVLogger``, for classes seen on
+unseen published logs that trainspotter used to miss.
+
+- ``lightning_dice_nan``: a small convolutional segmenter (1-8-1 channels, 3x3 kernels) that
+  marks the ink pixels of scikit-learn's bundled 8x8 digits (pixel >= 8 of 16), with 5% of
+  the tiles blank (the digit removed, only the sensor noise every tile carries: an empty
+  mask). Its Dice score is computed per tile, ``2|P & T| / (|P| + |T|)`` on the thresholded
+  prediction, with no smoothing term, and averaged over the batch, the way many hand-written
+  Dice metrics are. The output bias starts at +2 (every pixel predicted ink, as a
+  foreground-heavy init does), so early on every blank tile gets a prediction and the Dice is
+  finite; once the model learns to leave a blank tile empty, that tile's Dice is 0/0 = NaN,
+  the batch mean is NaN, and Lightning's epoch mean of ``train_dice`` (and ``val_dice``) is
+  NaN from then on, while the loss (BCE with logits) stays finite and keeps falling. The
+  model is getting better; the metric is broken. Adam 1e-3, batch 64, 25 epochs.
+- ``lightning_bn_eval_spike``: an MLP with BatchNorm (64-64-BN-ReLU-10) on the digits
+  (the split and standardisation of ``examples/generate.py``), Adam 1e-2, batch 64, 15 epochs,
+  validated after every epoch. The last batch of epoch 1 (global step 39) arrives with a
+  constant +100 on every input (a preprocessing bug on one shard): BatchNorm's running mean
+  moves a tenth of the way toward it just before the validation of that epoch, so that one
+  evaluation's ``val_loss`` is ~30x its neighbours, and the next epoch's batches wash the
+  running statistics out again. A spike at the second evaluation: too early for a noise
+  baseline.
+
+Both on CPU, seeded (``seed_everything``, one torch thread, ``deterministic=True``). The
+ground truth is what the modules measured in their hooks (batches whose Dice was NaN, the
+validation losses they computed, the validation loss with the running statistics from before
+the bad batch), never read back from the CSV.
+
+Environment (see examples/README.md; the framework venv)::
+
+    /tmp/examples-frameworks/bin/pip install -r examples/lightning_input_spike/requirements.txt
+    /tmp/examples-frameworks/bin/python examples/lightning_metric_gaps.py     # both, ~1 min
+
+Each run replaces its folder's ``lightning_logs/`` and its own entry in
+``examples/expected.json``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import shutil
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from lightning.pytorch.loggers import CSVLogger
+from sklearn.datasets import load_digits
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from expected_entry import rounded, write_runs  # noqa: E402
+from generate import DATA_SEED, TRAIN_SIZE, Digits, load_split_digits  # noqa: E402
+
+LOG_FILE = "lightning_logs/version_0/metrics.csv"
+BATCH = 64
+STEPS_PER_EPOCH = TRAIN_SIZE // BATCH  # 20
+
+
+def trainer_for(name: str, epochs: int) -> L.Trainer:
+    """A CPU trainer logging to ``examples/<name>/lightning_logs`` (replaced)."""
+    folder = HERE / name
+    log_root = folder / "lightning_logs"
+    if log_root.exists():
+        shutil.rmtree(log_root)
+    folder.mkdir(exist_ok=True)
+    return L.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        devices=1,
+        logger=CSVLogger(save_dir=str(folder), name="lightning_logs"),
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        deterministic=True,
+        num_sanity_val_steps=0,
+    )
+
+
+def epoch_end_step(epoch: int) -> int:
+    """The global step an epoch's logged values carry (the epoch's last training step)."""
+    return (epoch + 1) * STEPS_PER_EPOCH - 1
+
+
+# --- lightning_dice_nan ----------------------------------------------------------------
+
+DICE_EPOCHS = 25
+BLANK_SHARE = 0.05
+SENSOR_NOISE = 0.3
+INK_THRESHOLD = 0.5  # pixel >= 8 of 16
+INITIAL_BIAS = 2.0
+
+
+def ink_tiles() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Digits scaled to [0, 1] as 1x8x8 tiles, their ink masks, and the train/eval order;
+    `BLANK_SHARE` of the tiles have the digit removed (an empty mask), and every tile
+    carries Gaussian sensor noise."""
+    images = load_digits().data.astype(np.float32).reshape(-1, 1, 8, 8) / 16.0
+    rng = np.random.default_rng(DATA_SEED)
+    order = rng.permutation(len(images))
+    masks = (images >= INK_THRESHOLD).astype(np.float32)
+    blank = rng.random(len(images)) < BLANK_SHARE
+    images[blank] = 0.0
+    masks[blank] = 0.0
+    noisy = images + SENSOR_NOISE * rng.standard_normal(images.shape).astype(np.float32)
+    return noisy, masks, order
+
+
+def dice_per_tile_mean(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The batch mean of each tile's Dice on the thresholded prediction, with no smoothing
+    term: a blank tile predicted blank is 0/0 = NaN, and so is the mean."""
+    predicted = (logits > 0).float()
+    overlap = (predicted * target).sum(dim=(1, 2, 3))
+    total = predicted.sum(dim=(1, 2, 3)) + target.sum(dim=(1, 2, 3))
+    return (2 * overlap / total).mean()
+
+
+class InkSegmenter(L.LightningModule):
+    """Two 3x3 convolutions; logs train_loss/train_dice and val_loss/val_dice per epoch and
+    counts, per epoch, the training batches whose Dice was NaN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 1, 3, padding=1)
+        )
+        final = self.net[2]
+        assert isinstance(final, nn.Conv2d) and final.bias is not None
+        nn.init.constant_(final.bias, INITIAL_BIAS)
+        self.batch_dice: list[float] = []
+        self.nan_batches: list[int] = []  # per training epoch
+        self.train_loss: list[float] = []  # per training epoch: the mean batch loss
+        self.val_dice: list[float] = []  # per validation
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
+        images, masks = batch
+        logits = self.net(images)
+        loss = nn.functional.binary_cross_entropy_with_logits(logits, masks)
+        dice = dice_per_tile_mean(logits, masks)
+        self.batch_dice.append(float(dice))
+        self.train_loss.append(float(loss))
+        self.log("train_loss", loss, on_step=False, on_epoch=True)
+        self.log("train_dice", dice, on_step=False, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> None:
+        images, masks = batch
+        logits = self.net(images)
+        dice = dice_per_tile_mean(logits, masks)
+        self.log("val_loss", nn.functional.binary_cross_entropy_with_logits(logits, masks))
+        self.log("val_dice", dice)
+        self.val_dice.append(float(dice))
+
+    def on_train_epoch_end(self) -> None:
+        self.nan_batches.append(sum(math.isnan(d) for d in self.batch_dice))
+        self.batch_dice = []
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+
+def lightning_dice_nan(_: Digits) -> dict[str, Any]:
+    L.seed_everything(0, workers=True)
+    images, masks, order = ink_tiles()
+    train_rows, eval_rows = order[:TRAIN_SIZE], order[TRAIN_SIZE:]
+
+    def tiles(rows: np.ndarray) -> TensorDataset:
+        return TensorDataset(torch.from_numpy(images[rows]), torch.from_numpy(masks[rows]))
+
+    model = InkSegmenter()
+    trainer = trainer_for("lightning_dice_nan", DICE_EPOCHS)
+    trainer.fit(
+        model,
+        DataLoader(tiles(train_rows), batch_size=BATCH, shuffle=True),
+        DataLoader(tiles(eval_rows), batch_size=len(eval_rows)),
+    )
+    nan_epochs = [e for e, count in enumerate(model.nan_batches) if count]
+    first_train = nan_epochs[0]
+    first_val = next(e for e, d in enumerate(model.val_dice) if math.isnan(d))
+    assert first_train >= 5, model.nan_batches  # finite for a good stretch first
+    assert all(model.nan_batches[first_train:]), model.nan_batches  # then NaN every epoch
+    assert all(math.isnan(d) for d in model.val_dice[first_val:]), model.val_dice
+    assert all(math.isfinite(loss) for loss in model.train_loss), "the loss stays finite"
+    steps = int(trainer.global_step)
+    return {
+        "summary": (
+            "Lightning conv segmenter marking the ink of 8x8 digits, 5% of tiles blank (empty "
+            "masks); the hand-written Dice (per tile, no smoothing term, batch mean) is 0/0 = "
+            "NaN on a blank tile predicted blank, so once the model learns to leave blank "
+            f"tiles empty train_dice is NaN at every epoch from step "
+            f"{epoch_end_step(first_train)} and val_dice from step "
+            f"{epoch_end_step(first_val)}, while the loss stays finite and keeps falling. "
+            "CSVLogger, per-epoch values."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "metric_nonfinite",
+                "detector": "divergence",
+                "metric": "train_dice",
+                "first_step": epoch_end_step(first_train),
+                "step_range": [epoch_end_step(first_train), steps - 1],
+                "criterion": "training batches whose Dice was NaN, counted per epoch in "
+                "the module (on_train_epoch_end): 0 before this epoch, at least 1 in every "
+                "epoch from it",
+                "nan_batches_per_epoch": model.nan_batches,
+                "loss_finite": True,
+                "min_severity": "warning",
+                "max_severity": "warning",
+            },
+            {
+                "kind": "metric_nonfinite",
+                "detector": "divergence",
+                "metric": "val_dice",
+                "first_step": epoch_end_step(first_val),
+                "step_range": [epoch_end_step(first_val), steps - 1],
+                "criterion": "the Dice the module computed on each validation",
+                "loss_finite": True,
+                "min_severity": "warning",
+                "max_severity": "warning",
+            },
+        ],
+        "may_also_flag": {},
+        "must_not_flag": [
+            {
+                "detector": "*",
+                "metric": "train/loss",
+                "step_range": [0, steps],
+                "why": "the loss is finite and falls at every epoch",
+            }
+        ],
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": STEPS_PER_EPOCH,
+        "eval_steps": STEPS_PER_EPOCH,
+        "facts": {
+            "step_convention": "Lightning's global_step: an epoch's values are logged at "
+            "the epoch's last training step",
+            "train_loss_first_epoch": rounded(
+                sum(model.train_loss[:STEPS_PER_EPOCH]) / STEPS_PER_EPOCH
+            ),
+            "train_loss_last_epoch": rounded(
+                sum(model.train_loss[-STEPS_PER_EPOCH:]) / STEPS_PER_EPOCH
+            ),
+            "val_dice": [rounded(d) for d in model.val_dice],
+        },
+    }
+
+
+# --- lightning_bn_eval_spike -----------------------------------------------------------
+
+SPIKE_EPOCHS = 15
+FAULT_STEP = epoch_end_step(1)  # the last batch before the second validation
+FAULT_OFFSET = 100.0
+
+
+class BatchNormClassifier(L.LightningModule):
+    """64-64-BatchNorm-ReLU-10; the batch of `FAULT_STEP` gets `FAULT_OFFSET` added to every
+    input. Records each validation loss, and at the validation right after the fault also
+    the loss with the BatchNorm running statistics from before the bad batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10)
+        )
+        self.val_losses: list[float] = []
+        self.val_sums: list[tuple[float, int]] = []
+        self.stats_before_fault: dict[str, torch.Tensor] | None = None
+        self.val_loss_with_stats_before_fault = math.nan
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
+        inputs, labels = batch
+        if self.global_step == FAULT_STEP:
+            self.stats_before_fault = copy.deepcopy(self.net[1].state_dict())
+            inputs = inputs + FAULT_OFFSET
+        loss = nn.functional.cross_entropy(self.net(inputs), labels)
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> None:
+        inputs, labels = batch
+        loss = nn.functional.cross_entropy(self.net(inputs), labels)
+        self.log("val_loss", loss)
+        self.val_sums.append((float(loss) * len(labels), len(labels)))
+        if self.stats_before_fault is not None:
+            # The same weights with the running statistics from before the bad batch: how
+            # much of the jump is BatchNorm's running mean.
+            polluted = copy.deepcopy(self.net[1].state_dict())
+            self.net[1].load_state_dict(self.stats_before_fault)
+            self.val_loss_with_stats_before_fault = float(
+                nn.functional.cross_entropy(self.net(inputs), labels)
+            )
+            self.net[1].load_state_dict(polluted)
+            self.stats_before_fault = None
+
+    def on_validation_epoch_end(self) -> None:
+        total = sum(count for _, count in self.val_sums)
+        self.val_losses.append(sum(loss for loss, _ in self.val_sums) / total)
+        self.val_sums = []
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=1e-2)
+
+
+def lightning_bn_eval_spike(data: Digits) -> dict[str, Any]:
+    L.seed_everything(0, workers=True)
+    train_set = TensorDataset(torch.from_numpy(data.x_train), torch.from_numpy(data.y_train))
+    eval_set = TensorDataset(torch.from_numpy(data.x_eval), torch.from_numpy(data.y_eval))
+    model = BatchNormClassifier()
+    trainer = trainer_for("lightning_bn_eval_spike", SPIKE_EPOCHS)
+    trainer.fit(
+        model,
+        DataLoader(train_set, batch_size=BATCH, shuffle=True),
+        DataLoader(eval_set, batch_size=len(eval_set)),
+    )
+    losses = model.val_losses
+    before, peak, after = losses[0], losses[1], losses[2]
+    assert peak > 10 * max(before, after), losses  # an order of magnitude off both
+    assert max(before, after) < 2 * min(before, after), losses  # the neighbours agree
+    steps = int(trainer.global_step)
+    return {
+        "summary": (
+            "Lightning MLP with BatchNorm on digits, Adam 1e-2, 15 epochs; the last batch "
+            f"before the second validation (step {FAULT_STEP}) gets +{FAULT_OFFSET:g} on every "
+            "input, so BatchNorm's running mean is off at that validation only: val_loss "
+            f"{before:.3g}, {peak:.3g}, {after:.3g} at the first three evaluations "
+            f"({peak / max(before, after):.0f}x its neighbours), then it falls on. CSVLogger."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "eval_spike",
+                "detector": "spikes",
+                "metric": "eval/loss",
+                "log_column": "val_loss",
+                "step": epoch_end_step(1),
+                "cause_step": FAULT_STEP,
+                "val_loss_before": rounded(before),
+                "val_loss_peak": rounded(peak),
+                "val_loss_after": rounded(after),
+                "val_loss_peak_with_running_stats_before_fault": rounded(
+                    model.val_loss_with_stats_before_fault
+                ),
+                "evaluations_before": 1,
+                "min_severity": "warning",
+                "max_severity": "warning",
+            }
+        ],
+        "may_also_flag": {},
+        "must_not_flag": [
+            {
+                "detector": "spikes",
+                "metric": "eval/loss",
+                "step_range": [epoch_end_step(2), steps],
+                "why": "after the spike val_loss falls and settles: no other spike",
+            }
+        ],
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": 1,
+        "eval_steps": STEPS_PER_EPOCH,
+        "facts": {
+            "step_convention": "Lightning's global_step: the first batch is step 0; an "
+            "epoch's validation row is logged at the epoch's last training step",
+            "val_loss": [rounded(loss) for loss in losses],
+        },
+    }
+
+
+RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
+    "lightning_dice_nan": lightning_dice_nan,
+    "lightning_bn_eval_spike": lightning_bn_eval_spike,
+}
+
+
+def main(names: list[str]) -> None:
+    warnings.filterwarnings("ignore", ".*does not have many workers.*")
+    torch.set_num_threads(1)
+    write_runs(RUNS, names, load_split_digits())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
