@@ -4,7 +4,7 @@ A subpackage because its cases share nothing but the detector: `nonfinite` group
 NaN/Inf episodes into incidents and tells an fp16 overflow skip from a blow-up;
 `metric_nonfinite` finds another metric (Dice, F1, ...) turning NaN/Inf; `rise`
 tests a loss for a sustained rise (to the end of the log, or one that came back). This
-module runs both and turns a component loss's rise into a trade-off warning; `params`
+module runs them and turns a component loss's rise into a trade-off warning; `params`
 holds the id and parameters every part reads.
 """
 

@@ -1,0 +1,91 @@
+"""Two classes seen on unseen published logs, pinned on real Lightning runs
+(examples/lightning_metric_gaps.py): a metric other than the loss that turns NaN while the
+loss stays finite, and an eval spike at the second evaluation, too early for a baseline.
+
+Checked against the raw values in the CSV Lightning wrote (read with the csv module, not
+through trainspotter) and the ground truth the training script measured (expected.json).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainspotter.analysis import analyze
+from trainspotter.detectors.base import fmt
+from trainspotter.model import Finding, Severity
+from trainspotter.readers import read_log
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
+
+
+def _log(run: str) -> Path:
+    return EXAMPLES / run / EXPECTED[run]["files"][0]
+
+
+def _column(path: Path, column: str) -> list[tuple[int, float]]:
+    """(step, value) of every row where `column` has a cell, as Lightning wrote it."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        return [(int(r["step"]), float(r[column])) for r in csv.DictReader(handle) if r[column]]
+
+
+def _findings(run: str) -> list[Finding]:
+    return analyze(read_log(_log(run))).findings
+
+
+@pytest.mark.parametrize(
+    ("column", "loss_column"), [("train_dice", "train_loss"), ("val_dice", "val_loss")]
+)
+def test_a_dice_that_turns_nan_beside_a_finite_loss_is_a_warning(
+    column: str, loss_column: str
+) -> None:
+    run = "lightning_dice_nan"
+    path = _log(run)
+    truth = next(p for p in EXPECTED[run]["pathologies"] if p["metric"] == column)
+    rows = _column(path, column)
+    onset = next(i for i, (_, value) in enumerate(rows) if math.isnan(value))
+    assert rows[onset][0] == truth["first_step"]  # the module's count agrees with the CSV
+    assert all(math.isfinite(v) for _, v in _column(path, loss_column))  # loss stays finite
+    found = [f for f in _findings(run) if f.metric == column]
+    assert len(found) == 1, found
+    f = found[0]
+    assert f.detector == "divergence" and f.severity is Severity.WARNING
+    assert (f.step_start, f.step_end) == (truth["first_step"], rows[-1][0])
+    after = rows[onset:]
+    bad = sum(math.isnan(v) for _, v in after)
+    assert f.evidence["nonfinite_points"] == bad
+    assert f.evidence["points_from_first_nonfinite"] == len(after)
+    assert f.evidence["loss_stayed_finite"] == "yes"
+    last_step, last_value = rows[onset - 1]
+    assert f"(last: {fmt(last_value)} at step {last_step})" in f.message
+    share = f"all {len(after)}" if bad == len(after) else f"{bad} of the {len(after)}"
+    assert f"{share} logged points from step {truth['first_step']}" in f.message
+    assert "stayed finite" in f.message
+
+
+def test_the_dice_run_has_no_error_and_its_loss_is_not_flagged() -> None:
+    found = _findings("lightning_dice_nan")
+    assert not [f for f in found if f.severity is Severity.ERROR]
+    assert not [f for f in found if f.metric == "train/loss" and f.severity >= Severity.WARNING]
+
+
+def test_an_eval_spike_at_the_second_evaluation_rests_on_its_two_neighbours() -> None:
+    run = "lightning_bn_eval_spike"
+    truth = EXPECTED[run]["pathologies"][0]
+    rows = _column(_log(run), "val_loss")
+    (before_step, before), (peak_step, peak), (after_step, after) = rows[:3]
+    assert peak_step == truth["step"] and peak == pytest.approx(truth["val_loss_peak"], rel=1e-5)
+    found = [f for f in _findings(run) if f.detector == "spikes" and f.metric == "eval/loss"]
+    assert len(found) == 1, found
+    f = found[0]
+    assert f.severity is Severity.WARNING and (f.step_start, f.step_end) == (peak_step,) * 2
+    assert f"{fmt(before)} at step {before_step} and {fmt(after)} at step {after_step}" in f.message
+    assert f"jumped to {fmt(peak)} at step {peak_step}" in f.message
+    assert f"{fmt(peak / max(before, after))}x" in f.message
+    assert "rests on 2 neighbouring evaluations" in f.message
