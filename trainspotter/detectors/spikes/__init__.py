@@ -3,8 +3,9 @@
 A subpackage of one pipeline over one `Curve`: `scoring` scores each point against its
 trailing window, forms episodes and judges recovery and absolute size; `message` turns an
 episode into a finding; `neighbours` judges the points too early for a trailing window
-(one point an order of magnitude above both neighbours); this module runs them per metric and folds a total loss's terms
-into the total's findings; `params` holds the id and parameters every part reads.
+(one point an order of magnitude above both neighbours); this module runs them per metric
+and folds a total loss's terms into the total's findings; `params` holds the id and
+parameters every part reads.
 """
 
 from __future__ import annotations
