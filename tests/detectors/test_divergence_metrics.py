@@ -140,7 +140,7 @@ def test_timing_and_throughput_are_not_read() -> None:
     assert not _detect(run)
     for name in ("throughput", "step_time", "epoch", "eval_runtime", "tokens_per_sec"):
         assert not watched(name), name
-    for name in ("train_dice", "val_f1", "eval/perplexity", "lr", "val_mean_io_u"):
+    for name in ("train_dice", "val_f1", "eval/perplexity", "lr", "val_mean_io_u", "kl_beta"):
         assert watched(name), name
 
 

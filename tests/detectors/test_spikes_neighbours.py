@@ -52,6 +52,14 @@ def test_one_evaluation_25x_both_neighbours_is_a_warning(values: list[float]) ->
     assert f.fixes
 
 
+def test_a_later_rise_of_the_eval_loss_does_not_hide_an_early_spike() -> None:
+    """The reference is what came before the point: an eval loss that overfits later to
+    above the spike's height does not make the early spike look small."""
+    values = [0.45, 11.4, 0.49, 0.43, 0.6, 1.5, 4.0, 9.0, 15.0, 20.0]
+    (f,) = [g for g in _eval_findings(_eval_run(values)) if g.evidence.get("rule") == "neighbours"]
+    assert f.step_start == 200
+
+
 @pytest.mark.parametrize(
     ("case", "values", "train_start"),
     [

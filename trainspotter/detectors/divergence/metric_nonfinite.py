@@ -25,7 +25,7 @@ from trainspotter.detectors.divergence.params import NAME, DivergenceParams
 from trainspotter.model import Evidence, Finding, Run, Series, Severity
 from trainspotter.names import EPOCH, STEP_TIME, THROUGHPUT, is_eval, is_loss_like
 
-_TIMING = re.compile(r"time|runtime|per_sec|per_second|_per_|/s$|speed|flos|memory|eta$")
+_TIMING = re.compile(r"time|runtime|per_sec|per_second|_per_|/s$|speed|flos|memory|(^|[_/])eta$")
 """Timing, throughput and bookkeeping names: +Inf there is a zero-length timer, not a model."""
 
 

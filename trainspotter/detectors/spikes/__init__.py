@@ -133,7 +133,7 @@ class SpikesDetector(
        large in absolute terms: it undoes at least `min_progress_share` of the progress
        from the reference level down to the neighbours, and, when the neighbours sit below
        `near_zero_fraction` of the reference, it climbs above the reference itself. The
-       reference is the highest value the metric logged elsewhere and, for an eval metric,
+       reference is the highest value the metric logged before it and, for an eval metric,
        the highest 5-point median of `train/loss` (the same loss on the same model: it says
        how high the loss started when the eval curve begins after the fast fall). A
        warning, never an error: it rests on 2 neighbouring points, and it came back at the

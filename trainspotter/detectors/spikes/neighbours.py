@@ -60,11 +60,10 @@ def _large(name: str, run: Run, curve: Curve, i: int, params: SpikesParams) -> b
     neighbours, and, when the neighbours sit below `near_zero_fraction` of that reference
     (a memorised or near-perfect metric, where one example moves the loss by orders of
     magnitude), it climbs above the reference itself. The reference is the highest value
-    the metric logged elsewhere and, for an eval metric, the highest 5-point median of the
-    train loss (the same loss on the same model: it shows how high the loss started when
-    the eval curve begins after the fast fall)."""
-    others = np.delete(curve.raw, i)
-    reference = float(np.max(others))
+    the metric logged before the point and, for an eval metric, the highest 5-point median
+    of the train loss (the same loss on the same model: it shows how high the loss started
+    when the eval curve begins after the fast fall)."""
+    reference = float(np.max(curve.raw[:i]))
     train = run.metrics.get(TRAIN_LOSS)
     if is_eval(name) and train is not None:
         train_reference = loss_scale.reference_level(train.values, len(train))
