@@ -39,9 +39,7 @@ from __future__ import annotations
 
 import copy
 import math
-import shutil
 import sys
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,40 +47,18 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
-from lightning.pytorch.loggers import CSVLogger
 from sklearn.datasets import load_digits
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from expected_entry import rounded, write_runs  # noqa: E402
-from generate import DATA_SEED, TRAIN_SIZE, Digits, load_split_digits  # noqa: E402
+import lightning_runs  # noqa: E402
+from expected_entry import rounded  # noqa: E402
+from generate import DATA_SEED, TRAIN_SIZE, Digits  # noqa: E402
 
 LOG_FILE = "lightning_logs/version_0/metrics.csv"
 BATCH = 64
 STEPS_PER_EPOCH = TRAIN_SIZE // BATCH  # 20
-
-
-def trainer_for(name: str, epochs: int) -> L.Trainer:
-    """A CPU trainer logging to ``examples/<name>/lightning_logs`` (replaced)."""
-    folder = HERE / name
-    log_root = folder / "lightning_logs"
-    if log_root.exists():
-        shutil.rmtree(log_root)
-    folder.mkdir(exist_ok=True)
-    return L.Trainer(
-        max_epochs=epochs,
-        accelerator="cpu",
-        devices=1,
-        logger=CSVLogger(save_dir=str(folder), name="lightning_logs"),
-        log_every_n_steps=1,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        deterministic=True,
-        num_sanity_val_steps=0,
-    )
 
 
 def epoch_end_step(epoch: int) -> int:
@@ -138,7 +114,8 @@ class InkSegmenter(L.LightningModule):
         self.batch_dice: list[float] = []
         self.nan_batches: list[int] = []  # per training epoch
         self.train_loss: list[float] = []  # per training epoch: the mean batch loss
-        self.val_dice: list[float] = []  # per validation
+        self.val_batches: list[tuple[float, int]] = []  # (Dice, tiles) per validation batch
+        self.val_dice: list[float] = []  # per validation: the batch mean Lightning logs
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
         images, masks = batch
@@ -146,7 +123,7 @@ class InkSegmenter(L.LightningModule):
         loss = nn.functional.binary_cross_entropy_with_logits(logits, masks)
         dice = dice_per_tile_mean(logits, masks)
         self.batch_dice.append(float(dice))
-        self.train_loss.append(float(loss))
+        self.train_loss.append(float(loss.detach()))
         self.log("train_loss", loss, on_step=False, on_epoch=True)
         self.log("train_dice", dice, on_step=False, on_epoch=True)
         return loss
@@ -157,7 +134,12 @@ class InkSegmenter(L.LightningModule):
         dice = dice_per_tile_mean(logits, masks)
         self.log("val_loss", nn.functional.binary_cross_entropy_with_logits(logits, masks))
         self.log("val_dice", dice)
-        self.val_dice.append(float(dice))
+        self.val_batches.append((float(dice), len(masks)))
+
+    def on_validation_epoch_end(self) -> None:
+        tiles = sum(count for _, count in self.val_batches)
+        self.val_dice.append(sum(d * count for d, count in self.val_batches) / tiles)
+        self.val_batches = []
 
     def on_train_epoch_end(self) -> None:
         self.nan_batches.append(sum(math.isnan(d) for d in self.batch_dice))
@@ -171,17 +153,9 @@ def lightning_dice_nan(_: Digits) -> dict[str, Any]:
     L.seed_everything(0, workers=True)
     images, masks, order = ink_tiles()
     train_rows, eval_rows = order[:TRAIN_SIZE], order[TRAIN_SIZE:]
-
-    def tiles(rows: np.ndarray) -> TensorDataset:
-        return TensorDataset(torch.from_numpy(images[rows]), torch.from_numpy(masks[rows]))
-
+    tiles = Digits(images[train_rows], masks[train_rows], images[eval_rows], masks[eval_rows])
     model = InkSegmenter()
-    trainer = trainer_for("lightning_dice_nan", DICE_EPOCHS)
-    trainer.fit(
-        model,
-        DataLoader(tiles(train_rows), batch_size=BATCH, shuffle=True),
-        DataLoader(tiles(eval_rows), batch_size=len(eval_rows)),
-    )
+    steps = lightning_runs.fit("lightning_dice_nan", model, tiles, TRAIN_SIZE, BATCH, DICE_EPOCHS)
     nan_epochs = [e for e, count in enumerate(model.nan_batches) if count]
     first_train = nan_epochs[0]
     first_val = next(e for e, d in enumerate(model.val_dice) if math.isnan(d))
@@ -189,7 +163,6 @@ def lightning_dice_nan(_: Digits) -> dict[str, Any]:
     assert all(model.nan_batches[first_train:]), model.nan_batches  # then NaN every epoch
     assert all(math.isnan(d) for d in model.val_dice[first_val:]), model.val_dice
     assert all(math.isfinite(loss) for loss in model.train_loss), "the loss stays finite"
-    steps = int(trainer.global_step)
     return {
         "summary": (
             "Lightning conv segmenter marking the ink of 8x8 digits, 5% of tiles blank (empty "
@@ -264,6 +237,11 @@ FAULT_STEP = epoch_end_step(1)  # the last batch before the second validation
 FAULT_OFFSET = 100.0
 
 
+def weighted_mean(sums: list[tuple[float, int]]) -> float:
+    """The mean over a validation from (loss x batch size, batch size) per batch."""
+    return sum(total for total, _ in sums) / sum(count for _, count in sums)
+
+
 class BatchNormClassifier(L.LightningModule):
     """64-64-BatchNorm-ReLU-10; the batch of `FAULT_STEP` gets `FAULT_OFFSET` added to every
     input. Records each validation loss, and at the validation right after the fault also
@@ -277,6 +255,7 @@ class BatchNormClassifier(L.LightningModule):
         self.val_losses: list[float] = []
         self.val_sums: list[tuple[float, int]] = []
         self.stats_before_fault: dict[str, torch.Tensor] | None = None
+        self.sums_with_stats_before_fault: list[tuple[float, int]] = []
         self.val_loss_with_stats_before_fault = math.nan
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
@@ -298,16 +277,16 @@ class BatchNormClassifier(L.LightningModule):
             # much of the jump is BatchNorm's running mean.
             polluted = copy.deepcopy(self.net[1].state_dict())
             self.net[1].load_state_dict(self.stats_before_fault)
-            self.val_loss_with_stats_before_fault = float(
-                nn.functional.cross_entropy(self.net(inputs), labels)
-            )
+            clean = nn.functional.cross_entropy(self.net(inputs), labels)
+            self.sums_with_stats_before_fault.append((float(clean) * len(labels), len(labels)))
             self.net[1].load_state_dict(polluted)
-            self.stats_before_fault = None
 
     def on_validation_epoch_end(self) -> None:
-        total = sum(count for _, count in self.val_sums)
-        self.val_losses.append(sum(loss for loss, _ in self.val_sums) / total)
+        self.val_losses.append(weighted_mean(self.val_sums))
         self.val_sums = []
+        if self.stats_before_fault is not None:
+            self.val_loss_with_stats_before_fault = weighted_mean(self.sums_with_stats_before_fault)
+            self.stats_before_fault = None
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=1e-2)
@@ -315,20 +294,14 @@ class BatchNormClassifier(L.LightningModule):
 
 def lightning_bn_eval_spike(data: Digits) -> dict[str, Any]:
     L.seed_everything(0, workers=True)
-    train_set = TensorDataset(torch.from_numpy(data.x_train), torch.from_numpy(data.y_train))
-    eval_set = TensorDataset(torch.from_numpy(data.x_eval), torch.from_numpy(data.y_eval))
     model = BatchNormClassifier()
-    trainer = trainer_for("lightning_bn_eval_spike", SPIKE_EPOCHS)
-    trainer.fit(
-        model,
-        DataLoader(train_set, batch_size=BATCH, shuffle=True),
-        DataLoader(eval_set, batch_size=len(eval_set)),
+    steps = lightning_runs.fit(
+        "lightning_bn_eval_spike", model, data, TRAIN_SIZE, BATCH, SPIKE_EPOCHS
     )
     losses = model.val_losses
     before, peak, after = losses[0], losses[1], losses[2]
     assert peak > 10 * max(before, after), losses  # an order of magnitude off both
     assert max(before, after) < 2 * min(before, after), losses  # the neighbours agree
-    steps = int(trainer.global_step)
     return {
         "summary": (
             "Lightning MLP with BatchNorm on digits, Adam 1e-2, 15 epochs; the last batch "
@@ -386,11 +359,5 @@ RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
 }
 
 
-def main(names: list[str]) -> None:
-    warnings.filterwarnings("ignore", ".*does not have many workers.*")
-    torch.set_num_threads(1)
-    write_runs(RUNS, names, load_split_digits())
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    lightning_runs.main(sys.argv[1:], RUNS)

@@ -335,10 +335,11 @@ RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
 }
 
 
-def main(names: list[str]) -> None:
+def main(names: list[str], runs: dict[str, Callable[[Digits], dict[str, Any]]] = RUNS) -> None:
+    """Train the named `runs` (all without names); other scripts pass their own."""
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     torch.set_num_threads(1)
-    write_runs(RUNS, names, load_split_digits())
+    write_runs(runs, names, load_split_digits())
 
 
 if __name__ == "__main__":
