@@ -1,4 +1,4 @@
-"""Two real Lightning runs, logged by Lightning's own ``CSVLogger``, for classes seen on
+"""Three real Lightning runs, logged by Lightning's own ``CSVLogger``, for classes seen on
 unseen published logs that trainspotter used to miss.
 
 - ``lightning_dice_nan``: a small convolutional segmenter (1-8-1 channels, 3x3 kernels) that
@@ -21,7 +21,14 @@ unseen published logs that trainspotter used to miss.
   running statistics out again. A spike at the second evaluation: too early for a noise
   baseline.
 
-Both on CPU, seeded (``seed_everything``, one torch thread, ``deterministic=True``). The
+- ``lightning_shard_burst``: a 64-64-10 MLP on the digits, SGD with momentum, batch 16,
+  ``train_loss`` logged at every step; in the 5 batches of steps 300-304 a quarter of the
+  labels are shifted by one class (a mislabelled shard). The per-batch loss of a batch of 16
+  jumps by several times from batch to batch, so against that noise each of the 5 raised
+  points is only a few robust sigmas up (trainspotter's z: 4.6-5.0, under its single-point
+  threshold of 8): a burst that only the run of raised points shows.
+
+All on CPU, seeded (``seed_everything``, one torch thread, ``deterministic=True``). The
 ground truth is what the modules measured in their hooks (batches whose Dice was NaN, the
 validation losses they computed, the validation loss with the running statistics from before
 the bad batch), never read back from the CSV.
@@ -29,7 +36,7 @@ the bad batch), never read back from the CSV.
 Environment (see examples/README.md; the framework venv)::
 
     /tmp/examples-frameworks/bin/pip install -r examples/lightning_input_spike/requirements.txt
-    /tmp/examples-frameworks/bin/python examples/lightning_metric_gaps.py     # both, ~1 min
+    /tmp/examples-frameworks/bin/python examples/lightning_metric_gaps.py     # all, ~2 min
 
 Each run replaces its folder's ``lightning_logs/`` and its own entry in
 ``examples/expected.json``.
@@ -353,9 +360,113 @@ def lightning_bn_eval_spike(data: Digits) -> dict[str, Any]:
     }
 
 
+# --- lightning_shard_burst -------------------------------------------------------------
+
+BURST_BATCH = 16
+BURST_EPOCHS = 6
+BURST_START = 300
+BURST_STEPS = 5
+BURST_SHARE = 0.25
+
+
+class ShardBurstClassifier(L.LightningModule):
+    """64-64-10 MLP, SGD with momentum, batch `BURST_BATCH`, train loss logged every step;
+    in the `BURST_STEPS` batches from `BURST_START` a quarter of the labels are shifted by
+    one class (a mislabelled shard). Records every batch loss."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+        self.losses: list[float] = []
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
+        inputs, labels = batch
+        if BURST_START <= self.global_step < BURST_START + BURST_STEPS:
+            shifted = int(BURST_SHARE * len(labels))
+            labels = labels.clone()
+            labels[:shifted] = (labels[:shifted] + 1) % 10
+        loss = nn.functional.cross_entropy(self.net(inputs), labels)
+        self.log("train_loss", loss)
+        self.losses.append(float(loss.detach()))
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.05, momentum=0.9)
+
+
+def lightning_shard_burst(data: Digits) -> dict[str, Any]:
+    L.seed_everything(0, workers=True)
+    model = ShardBurstClassifier()
+    steps = lightning_runs.fit(
+        "lightning_shard_burst", model, data, TRAIN_SIZE, BURST_BATCH, BURST_EPOCHS
+    )
+    losses = model.losses
+    end = BURST_START + BURST_STEPS - 1
+    before = sorted(losses[BURST_START - 50 : BURST_START])
+    median_before = (before[24] + before[25]) / 2
+    burst = losses[BURST_START : end + 1]
+    assert min(burst) > 10 * max(before), (burst, max(before))  # above all 50 before
+    back = next(i for i in range(end + 1, len(losses)) if losses[i] < 10 * median_before)
+    return {
+        "summary": (
+            f"Lightning MLP on digits, SGD+momentum, batch {BURST_BATCH}, train_loss every "
+            f"step (CSVLogger); in the {BURST_STEPS} batches of steps {BURST_START}-{end} a "
+            "quarter of the labels are shifted by one class (a mislabelled shard). The "
+            f"per-batch loss, median {median_before:.2g} and at most {max(before):.2g} over "
+            f"the 50 steps before, is {min(burst):.3g}-{max(burst):.3g} at every one of them, "
+            f"and back under 10x that median at step {back}."
+        ),
+        "healthy": False,
+        "must_be_silent": False,
+        "pathologies": [
+            {
+                "kind": "loss_burst",
+                "detector": "spikes",
+                "metric": "train/loss",
+                "log_column": "train_loss",
+                "cause_step": BURST_START,
+                "step": BURST_START,
+                "step_range": [BURST_START, end],
+                "criterion": "the batches whose labels the module shifted",
+                "burst_losses": [rounded(v) for v in burst],
+                "median_loss_50_steps_before": rounded(median_before),
+                "max_loss_50_steps_before": rounded(max(before)),
+                "back_step": back,
+                "min_severity": "warning",
+                "max_severity": "warning",
+            }
+        ],
+        "may_also_flag": {},
+        "must_not_flag": [
+            {
+                "detector": "spikes",
+                "metric": "train/loss",
+                "step_range": [0, BURST_START - 1],
+                "why": "ordinary batch-to-batch noise of batch-16 losses",
+            },
+            {
+                "detector": "spikes",
+                "metric": "train/loss",
+                "step_range": [back + 5, steps],
+                "why": "ordinary batch noise after the shard",
+            },
+        ],
+        "files": [LOG_FILE],
+        "steps": steps,
+        "max_steps": steps,
+        "logging_steps": 1,
+        "eval_steps": None,
+        "facts": {
+            "step_convention": "Lightning's global_step: the first batch is step 0",
+            "initial_train_loss": rounded(losses[0]),
+        },
+    }
+
+
 RUNS: dict[str, Callable[[Digits], dict[str, Any]]] = {
     "lightning_dice_nan": lightning_dice_nan,
     "lightning_bn_eval_spike": lightning_bn_eval_spike,
+    "lightning_shard_burst": lightning_shard_burst,
 }
 
 

@@ -1,6 +1,7 @@
-"""Two classes seen on unseen published logs, pinned on real Lightning runs
+"""Classes seen on unseen published logs, pinned on real Lightning runs
 (examples/lightning_metric_gaps.py): a metric other than the loss that turns NaN while the
-loss stays finite, and an eval spike at the second evaluation, too early for a baseline.
+loss stays finite, an eval spike at the second evaluation, too early for a baseline, and a
+burst of raised batches none of which alone is an outlier.
 
 Checked against the raw values in the CSV Lightning wrote (read with the csv module, not
 through trainspotter) and the ground truth the training script measured (expected.json).
@@ -9,8 +10,10 @@ through trainspotter) and the ground truth the training script measured (expecte
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import pytest
 
 from trainspotter.analysis import analyze
 from trainspotter.detectors.base import fmt
+from trainspotter.detectors.spikes import DETECTOR, SpikesParams
 from trainspotter.model import Finding, Severity
 from trainspotter.readers import read_log
 
@@ -89,3 +93,26 @@ def test_an_eval_spike_at_the_second_evaluation_rests_on_its_two_neighbours() ->
     assert f"jumped to {fmt(peak)} at step {peak_step}" in f.message
     assert f"{fmt(peak / max(before, after))}x" in f.message
     assert "rests on 2 neighbouring evaluations" in f.message
+
+
+def test_a_burst_of_raised_batches_none_an_outlier_alone_is_one_spike() -> None:
+    """lightning_shard_burst: 5 mislabelled batches on a per-batch loss noisy enough that
+    none of them alone reaches the single-point threshold; the run of them is the spike."""
+    run = "lightning_shard_burst"
+    truth = EXPECTED[run]["pathologies"][0]
+    rows = dict(_column(_log(run), "train_loss"))
+    lo, hi = truth["step_range"]
+    found = [f for f in _findings(run) if f.detector == "spikes" and f.severity >= Severity.WARNING]
+    assert len(found) == 1, found
+    f = found[0]
+    assert f.severity is Severity.WARNING and (f.step_start, f.step_end) == (lo, hi)
+    peak_step = max(range(lo, hi + 1), key=lambda s: rows[s])
+    level = statistics.median(rows[s] for s in range(lo - 5, lo))
+    assert f"jumped from {fmt(level)} (median of the 5 points before)" in f.message
+    assert f"to a peak of {fmt(rows[peak_step])} at step {peak_step}" in f.message
+    # The class: no point alone reaches the single-point threshold; the run does.
+    params = SpikesParams()
+    assert float(f.evidence["robust_z"]) < params.z_threshold
+    assert f"No single point reaches robust z {fmt(params.z_threshold)}" in f.message
+    single_only = dataclasses.replace(params, sustained_points=10**6)
+    assert not DETECTOR.detect(read_log(_log(run)), single_only)

@@ -22,6 +22,7 @@ from trainspotter.detectors.spikes.neighbours import neighbour_spikes, unjudged_
 from trainspotter.detectors.spikes.params import NAME, SpikesParams
 from trainspotter.detectors.spikes.scoring import (
     Curve,
+    flagged_points,
     judge_episode,
     large_enough,
     merge_unrecovered,
@@ -82,7 +83,12 @@ class SpikesDetector(
     3. A point is a spike when z >= `z_threshold` AND the jump is at least `min_ratio`
        times the pre-spike level (linear: (min_ratio - 1) x the level). The ratio test is
        what keeps a very smooth curve (tiny noise) from turning a harmless wiggle into an
-       enormous z.
+       enormous z. A burst counts too when no point of it reaches `z_threshold`: at least
+       `sustained_points` consecutive points that each reach `sustained_z` (and
+       `min_ratio`) are spikes (`scoring.flagged_points`; a run that holds a point at
+       `z_threshold` is left to that point, its onset). On a very noisy loss (per-batch
+       values of a small batch spread over a decade, where the noise sigma is large) a
+       bad shard of several batches lifts every one of them 4-6 sigmas, none 8.
     3b. Absolute size (`loss_scale`): relative tests alone call 1e-8 -> 6e-4 a huge spike.
        An episode must also undo at least `min_progress_share` of the progress the curve
        had made, in raw units: peak - level >= share x (reference - level), where the
@@ -152,6 +158,11 @@ class SpikesDetector(
     - `min_ratio` 1.5: a loss 50% above its level within one logging interval; the
       routine bumps at epoch boundaries of multi-epoch fine-tunes (5-35% in real logs)
       stay below it.
+    - `sustained_z` 4 over `sustained_points` 3: with Student-t noise of 3 degrees of
+      freedom one point passes 4 robust sigmas about 1% of the time; three in a row, each
+      also 1.5x above the median of the 5 before it, is a shift of the level, not noise
+      (0 of 300 seeds in tests/detectors/test_healthy_property.py). Two points are not
+      enough: a hard batch and its echo in a running mean make pairs.
     - `window_fraction` 0.05 (5% of the points), `min_window` 20 .. `max_window` 100:
       enough differences for a stable noise estimate, short enough to follow the curve.
     - `min_points` 12, `min_baseline` 8: fewer points give no usable noise estimate (the
@@ -188,6 +199,11 @@ class SpikesDetector(
     (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
     whose total is not recognised (named other than `train/loss`, `loss`, `mean_loss`,
     `total_loss` and the like) is reported per term.
+    Runs of sub-threshold points: a loss logged as a running or exponential mean turns
+    one bad batch into several raised points in a row (reported once, as one episode,
+    with the peak at the bad batch), and a level shift that lasts (a data-mixture change
+    that makes batches harder) starts as such a run; a warm restart's rise is one too
+    (linked to lr_schedule's restart).
     Too early for a baseline: the early evaluations of a run fall fast (0.9 -> 0.45 is
     learning, not a spike: only a point above both neighbours counts, so a falling start or
     an evaluation at step 0 before training, which has no neighbour before it, never does);
@@ -207,7 +223,10 @@ class SpikesDetector(
     batch with shifted labels made train/loss jump, and it recovered.
     `examples/lightning_bn_eval_spike/lightning_logs/version_0/metrics.csv`: a warning at
     step 39, the second evaluation, where eval/loss is 33x both of its neighbours (a batch
-    with a +100 offset moved BatchNorm's running mean just before it). Silent on
+    with a +100 offset moved BatchNorm's running mean just before it).
+    `examples/lightning_shard_burst/lightning_logs/version_0/metrics.csv`: a warning at
+    steps 300-304, five mislabelled batches, each a few noise sigmas up (none alone at
+    z 8) on a batch-16 loss. Silent on
     `examples/healthy/trainer_state.json`.
     """
 
@@ -287,7 +306,7 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
     z, median, sigma = spike_scores(curve, params)
     found = [
         judge_episode(curve, z, median, sigma, start, end, params)
-        for start, end in stats.episodes(z >= params.z_threshold, max_gap=params.merge_gap)
+        for start, end in stats.episodes(flagged_points(z, params), max_gap=params.merge_gap)
     ]
     found = [e for e in merge_unrecovered(found) if large_enough(curve, e, params)]
     return early + [

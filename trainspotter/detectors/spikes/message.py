@@ -34,6 +34,14 @@ def spike_finding(
         + ("" if single else f", over steps {start_step}-{end_step}")
         + ". "
     )
+    if ep.z < params.z_threshold:
+        # Flagged as a run (`scoring.flagged_points`): say why a z under the threshold counts.
+        message += (
+            f"No single point reaches robust z {fmt(params.z_threshold)}, but at least "
+            f"{params.sustained_points} consecutive points each stand "
+            f"{fmt(params.sustained_z)}+ noise sigmas and {fmt(params.min_ratio)}x+ above the "
+            f"median of the {RECENT_POINTS} points before them: together far beyond the noise. "
+        )
     if short_baseline:
         message += (
             f"Only {noise_points} points precede it (a full baseline is {curve.window}), so "

@@ -32,6 +32,10 @@ class SpikesParams:
     """...but at least this many points..."""
     max_window: int = 100
     """...and at most this many."""
+    sustained_z: float = 4.0
+    """Consecutive points that each reach this modified z-score (and `min_ratio`)..."""
+    sustained_points: int = 3
+    """...at least this many in a row, are a spike though none reaches `z_threshold`."""
     min_points: int = 12
     """Abstain on a metric with fewer finite points than this."""
     min_baseline: int = 8

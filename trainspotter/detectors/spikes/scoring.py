@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.spikes.params import SpikesParams
@@ -233,6 +234,20 @@ def _resolution(raw: FloatArray) -> float:
     if distinct.size < 2:
         return 0.0
     return float(np.min(np.diff(distinct)))
+
+
+def flagged_points(z: FloatArray, params: SpikesParams) -> npt.NDArray[np.bool_]:
+    """Points that are spikes: z >= `z_threshold`, or one of at least `sustained_points`
+    consecutive points that each reach `sustained_z` (z is NaN below `min_ratio`) when none
+    of them reaches `z_threshold` (a run that holds such a point is that point's episode,
+    dated from it, as before the run rule existed)."""
+    with np.errstate(invalid="ignore"):
+        flagged = z >= params.z_threshold
+        high = z >= params.sustained_z
+    for start, end in stats.episodes(high):
+        if end - start + 1 >= params.sustained_points and not flagged[start : end + 1].any():
+            flagged[start : end + 1] = True
+    return flagged
 
 
 def judge_episode(
