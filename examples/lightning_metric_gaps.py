@@ -49,7 +49,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import lightning as L
 import numpy as np
@@ -66,6 +66,19 @@ from generate import DATA_SEED, TRAIN_SIZE, Digits  # noqa: E402
 LOG_FILE = "lightning_logs/version_0/metrics.csv"
 BATCH = 64
 STEPS_PER_EPOCH = TRAIN_SIZE // BATCH  # 20
+
+
+Module = TypeVar("Module", bound=L.LightningModule)
+
+
+def seeded_fit(
+    name: str, module: Callable[[], Module], data: Digits, batch: int, epochs: int
+) -> tuple[Module, int]:
+    """Seed 0, build the module (its initial weights come from the seed), and train it on
+    every training row with `lightning_runs.fit`; the module and the last global step."""
+    L.seed_everything(0, workers=True)
+    model = module()
+    return model, lightning_runs.fit(name, model, data, TRAIN_SIZE, batch, epochs)
 
 
 def epoch_end_step(epoch: int) -> int:
@@ -300,10 +313,8 @@ class BatchNormClassifier(L.LightningModule):
 
 
 def lightning_bn_eval_spike(data: Digits) -> dict[str, Any]:
-    L.seed_everything(0, workers=True)
-    model = BatchNormClassifier()
-    steps = lightning_runs.fit(
-        "lightning_bn_eval_spike", model, data, TRAIN_SIZE, BATCH, SPIKE_EPOCHS
+    model, steps = seeded_fit(
+        "lightning_bn_eval_spike", BatchNormClassifier, data, BATCH, SPIKE_EPOCHS
     )
     losses = model.val_losses
     before, peak, after = losses[0], losses[1], losses[2]
@@ -395,10 +406,8 @@ class ShardBurstClassifier(L.LightningModule):
 
 
 def lightning_shard_burst(data: Digits) -> dict[str, Any]:
-    L.seed_everything(0, workers=True)
-    model = ShardBurstClassifier()
-    steps = lightning_runs.fit(
-        "lightning_shard_burst", model, data, TRAIN_SIZE, BURST_BATCH, BURST_EPOCHS
+    model, steps = seeded_fit(
+        "lightning_shard_burst", ShardBurstClassifier, data, BURST_BATCH, BURST_EPOCHS
     )
     losses = model.losses
     end = BURST_START + BURST_STEPS - 1
