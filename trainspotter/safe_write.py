@@ -12,7 +12,10 @@ Rules (issue 11, D7/D8/D16 in ../shared/ADVERSARIAL.md):
 - **Files inside it** (`write_inside`) are written to a fresh temporary file in their
   folder and renamed over the name (`os.replace`): a committed symlink at that name is
   replaced, never written through, and a reader never sees half a file. A sub-folder
-  (`html/`) that is a symlink is refused.
+  (`html/`) that is a symlink is refused. The report folder and each sub-folder are
+  opened once without following a symlink (`O_NOFOLLOW`), and the file is created and
+  renamed relative to that open folder (`dir_fd`), so a folder swapped for a symlink
+  after it was checked (another process sharing it) is never written through.
 - **Inputs are never replaced** (`replaces_input`): a destination that is one of the logs
   being read, or an existing file that a reader recognises as a log inside a log folder
   being read, is refused (`--out runs/a.csv` for `runs/*.csv`, `--html
@@ -26,10 +29,12 @@ This module formats nothing; the gate and the CLI decide what to write.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -79,9 +84,10 @@ def _inside(path: Path, folder: Path) -> bool:
 def prepare_folder(
     folder: Path, *, within: Path | None = None, what: str = "report folder"
 ) -> Path:
-    """Create `folder` (with its parents) and return its resolved path. OutputError when
-    something else is in the way, it cannot be created, or (with `within`) it resolves
-    outside `within` (through `..`, an absolute path or a symlink)."""
+    """Create `folder` (with its parents) and return its resolved path: the one checked,
+    not looked up again (`write_inside` opens it without following a symlink swapped in
+    since). OutputError when something else is in the way, it cannot be created, or (with
+    `within`) it resolves outside `within` (through `..`, an absolute path or a symlink)."""
     shown = shown_path(folder)
     try:
         if folder.is_symlink() and not folder.exists():
@@ -101,36 +107,121 @@ def prepare_folder(
         raise OutputError(f"{shown}: cannot create the {what}: a file is in the way") from None
     except OSError as exc:
         raise OutputError(f"{shown}: cannot create the {what}: {_reason(exc)}") from None
-    return folder.resolve()
+    return real
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_BY_DESCRIPTOR = (
+    bool(_NOFOLLOW and _DIRECTORY)
+    and {
+        os.open,
+        os.mkdir,
+        os.stat,
+        os.unlink,
+        os.rename,
+    }
+    <= os.supports_dir_fd
+)
+
+
+class _Folder:
+    """A folder being written: an open descriptor (`fd`) where the system supports
+    `dir_fd` (Linux, macOS), so every name below is looked up in the folder that was
+    checked, even if a symlink is swapped in for it afterwards; else its path."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+
+    def at(self, name: str) -> tuple[str | Path, dict[str, int]]:
+        """`name` inside this folder, as a path argument and the `dir_fd` keyword."""
+        if self.fd is None:
+            return self.path / name, {}
+        return name, {"dir_fd": self.fd}
+
+    def is_folder(self, name: str) -> bool:
+        where, at = self.at(name)
+        try:
+            return stat.S_ISDIR(os.stat(where, follow_symlinks=False, **at).st_mode)
+        except OSError:
+            return False
+
+    @staticmethod
+    def open(path: Path, where: str | Path, at: dict[str, int]) -> _Folder:
+        """The folder `path` (`where` relative to `at`), opened without following a
+        symlink at its name: OutputError when it is one."""
+        if not _BY_DESCRIPTOR:
+            if path.is_symlink():
+                raise OutputError(f"{shown_path(path)}: is a symbolic link; not writing through it")
+            if not path.is_dir():
+                raise NotADirectoryError(path)
+            return _Folder(path, None)
+        try:
+            fd = os.open(where, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, **at)
+        except OSError:
+            try:
+                link = stat.S_ISLNK(os.stat(where, follow_symlinks=False, **at).st_mode)
+            except OSError:
+                link = False
+            if link:
+                raise OutputError(
+                    f"{shown_path(path)}: is a symbolic link; not writing through it"
+                ) from None
+            raise
+        return _Folder(path, fd)
+
+    def subfolder(self, name: str) -> _Folder:
+        """The sub-folder `name`, created if missing, opened without following a symlink
+        at its name (OutputError when it is one)."""
+        where, at = self.at(name)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(where, **at)
+        return _Folder.open(self.path / name, where, at)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def write_inside(folder: Path, relative: str, text: str) -> Path:
     """Write `text` to `folder/relative` (forward slashes; sub-folders are created) without
-    following a symlink at the name or in a sub-folder; returns the path written.
-    OutputError when it cannot be written."""
+    following a symlink at the name, in a sub-folder or at `folder` itself (pass the path
+    `prepare_folder` returned, or a resolved one); returns the path written. OutputError
+    when it cannot be written.
+
+    `folder` and each sub-folder are opened once, without following a symlink at their
+    name, and the temporary file is created and renamed relative to that open folder
+    (`dir_fd`): a folder swapped for a symlink after it was checked is never written
+    through, as it would be by a check of the name followed by a write by name."""
     *subfolders, name = relative.split("/")
+    opened: list[_Folder] = []
     target_folder = folder
     try:
+        current = _Folder.open(folder, folder, {})
+        opened.append(current)
         for part in subfolders:
             target_folder = target_folder / part
-            if target_folder.is_symlink():
-                raise OutputError(
-                    f"{shown_path(target_folder)}: is a symbolic link; not writing through it"
-                )
-            target_folder.mkdir(exist_ok=True)
+            current = current.subfolder(part)
+            opened.append(current)
         target = target_folder / name
-        if target.is_dir() and not target.is_symlink():
+        if current.is_folder(name):
             raise OutputError(f"{shown_path(target)}: is a folder; cannot write the report there")
-        temporary = target_folder / f".{name[:50]}.{secrets.token_hex(8)}.tmp"
+        temporary, at = current.at(f".{name[:50]}.{secrets.token_hex(8)}.tmp")
+        destination, _ = current.at(name)
         # O_EXCL: never an existing file or symlink; mode 0o666 less the umask, as any
         # file the user's tools write (the Action's upload step reads it as another user).
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+        handle = os.open(temporary, flags, 0o666, **at)
         try:
             with os.fdopen(handle, "w", encoding="utf-8", errors="surrogatepass") as out:
                 out.write(text)
-            os.replace(temporary, target)
+            renamed = {"src_dir_fd": current.fd, "dst_dir_fd": current.fd} if at else {}
+            os.replace(temporary, destination, **renamed)
         except BaseException:
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary, **at)
             raise
     except OutputError:
         raise
@@ -142,6 +233,9 @@ def write_inside(folder: Path, relative: str, text: str) -> Path:
         raise OutputError(
             f"{shown_path(target_folder / name)}: cannot write: {_reason(exc)}"
         ) from None
+    finally:
+        for item in opened:
+            item.close()
     return target
 
 
@@ -151,7 +245,11 @@ def write_file(path: Path, text: str) -> Path:
     folder = path.parent
     if not folder.is_dir():
         raise OutputError(f"cannot write {path}: no such folder {shown_path(folder)}")
-    return write_inside(folder, path.name, text)
+    try:
+        real = folder.resolve()  # the user's own symlinks on the way are theirs to follow
+    except (OSError, RuntimeError) as exc:
+        raise OutputError(f"cannot write {path}: {exc}") from None
+    return write_inside(real, path.name, text)
 
 
 class InputGuard:
