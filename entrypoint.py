@@ -111,12 +111,13 @@ def inside_workspace(path: Path, workspace: Path, name: str) -> Path:
     """`path` resolved; UsageError naming the input when it lies outside the workspace
     (or cannot be resolved: a name too long, a symlink loop)."""
     from trainspotter.errors import UsageError
+    from trainspotter.paths import is_within
 
     try:
         resolved, root = path.resolve(), workspace.resolve()
     except (OSError, RuntimeError) as exc:
         raise UsageError(f"input {name}: cannot use this path: {exc}") from None
-    if resolved != root and root not in resolved.parents:
+    if not is_within(resolved, root):
         raise UsageError(f"input {name}: must be inside the workspace")
     try:
         resolved.stat()
@@ -230,6 +231,7 @@ def run_action(env: Mapping[str, str]) -> int:
             format=fmt,
             base=working,
             display_root=workspace,
+            within=workspace,  # a pull request's config or symlinks may not lead out
             github=True,
             comment=True,  # always written; `wants_comment` decides only the posting
             artifact_note=_artifact_note(env, artifact),

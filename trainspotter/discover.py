@@ -17,6 +17,13 @@ A URL (`s3://`, `gs://`, `hf://`, `https://`) is staged in a local mirror first
 (`trainspotter.remote`) and expanded there by the same rules; reports name its logs by
 their URLs. A URL whose listing fails (credentials, network) is a failure of its pattern.
 
+Confined to a folder (`within`: the workspace, in the GitHub Action, where a pull request
+can change the config's patterns and commit symlinks), nothing outside it is read: a
+pattern whose fixed part (before its first glob character) resolves outside it, through
+`..`, an absolute path or a symlink, is a UsageError naming the pattern; a symlink (or a
+`..` after a glob part) met while expanding, and a matched folder log holding a symlink
+out, are failures naming the path and the pattern, and are neither followed nor read.
+
 This module reads no log and formats nothing: it asks the readers what a path is.
 """
 
@@ -32,8 +39,8 @@ from pathlib import Path
 
 from trainspotter.config import Config, glob_problem
 from trainspotter.errors import InputError, TrainspotterError, UnreadableError, UsageError
-from trainspotter.globbing import expand_glob
-from trainspotter.paths import shown_path
+from trainspotter.globbing import expand_glob, fixed_part
+from trainspotter.paths import resolves_within, shown_path
 from trainspotter.readers import copy_rank, detect_format, log_root
 from trainspotter.remote import RemoteUnavailable, is_url, mirror, shown_url
 
@@ -102,6 +109,83 @@ def _kind(path: Path) -> str:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
+OUTSIDE = "outside the workspace"
+"""How messages name the folder a confined expansion (`within`) stays in."""
+
+
+def _leaving_pattern(pattern: str, base: Path, within: Path) -> UsageError | None:
+    """The error for a pattern whose fixed part resolves outside `within`, else None."""
+    if resolves_within(base / fixed_part(pattern), within):
+        return None
+    return UsageError(
+        f"pattern {pattern!r} leads {OUTSIDE} (through '..', an absolute path or a "
+        "symbolic link); the Action reads logs only inside it"
+    )
+
+
+def link_out(folder: Path, within: Path) -> str | None:
+    """The first symlink below `folder` that resolves outside `within`, as a path
+    relative to `folder`; None when there is none. Readers open the files inside a folder
+    log by name, so one link out would be read. Hidden entries too; links that stay
+    inside are followed, each real folder once."""
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[str, str]] = [(str(folder), "")]
+    while stack:
+        path, relative = stack.pop()
+        try:
+            info = os.stat(path)
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            with os.scandir(path) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # the reader says why, in its own words
+        for entry in entries:
+            try:
+                link, folder_entry = entry.is_symlink(), entry.is_dir()
+            except OSError:
+                continue
+            if link and not resolves_within(entry.path, within):
+                return relative + entry.name
+            if folder_entry:
+                stack.append((entry.path, f"{relative}{entry.name}/"))
+    return None
+
+
+def outside_problem(path: Path, within: Path) -> str | None:
+    """Why the log at `path` (a file or folder) may not be read when confined to
+    `within`: it resolves outside, or it is a folder holding a symlink out; else None."""
+    within = within.resolve()
+    if not resolves_within(path, within):
+        return f"leads {OUTSIDE} (a symbolic link or '..'): not read"
+    if os.path.isdir(path):
+        link = link_out(path, within)
+        if link is not None:
+            return f"holds a symbolic link {OUTSIDE} ({link}): not read"
+    return None
+
+
+def _refused(
+    folder: Path, display: str, pattern: str, within: Path, failures: list[Problem]
+) -> bool:
+    """Whether a folder log holds a symlink out of `within` (then it is a failure naming
+    the link and the pattern, and nothing in it is read)."""
+    link = link_out(folder, within)
+    if link is None:
+        return False
+    reason = f"holds a symbolic link {OUTSIDE} ({link}, matched by {pattern!r}): not read"
+    failures.append(Problem(display, reason))
+    return True
+
+
+def _shown_link(path: Path, show: Callable[[Path], str]) -> str:
+    """A path that leads outside, named where it is (its folder shown as any path, its
+    own name kept), not where it leads."""
+    folder = show(path.parent)
+    return path.name if folder in ("", ".") else f"{folder.rstrip('/')}/{path.name}"
+
+
 def _is_sweep(pattern: str) -> bool:
     last = pattern.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
     return last in ("*", "**")
@@ -133,13 +217,18 @@ def _expand_one(
     config: Config | None,
     failures: list[Problem],
     detected: dict[Path, str],
+    within: Path | None = None,
 ) -> tuple[list[Path], list[Problem]]:
     """The log paths one glob pattern yields, and the matched paths it skipped (`show`:
-    how a path is named in reports); paths that could not be examined go to `failures`,
-    the reader sniffed for a matched file or folder to `detected`."""
-    expansion = expand_glob(pattern, base)
+    how a path is named in reports); paths that could not be examined or (with `within`)
+    lead outside it go to `failures`, the reader sniffed for a matched file or folder to
+    `detected`."""
+    expansion = expand_glob(pattern, base, within)
     for unreadable, why in expansion.unreadable:
         failures.append(Problem(show(base / unreadable), f"cannot read: {why}"))
+    for leaving in expansion.outside:
+        reason = f"leads {OUTSIDE} (a symbolic link or '..', matched by {pattern!r}): not read"
+        failures.append(Problem(_shown_link(base / leaving, show), reason))
     paths = [base / m for m in expansion.matches]
     if exclude is not None:
         paths = [p for p in paths if p.resolve() != exclude and exclude not in p.resolve().parents]
@@ -159,7 +248,11 @@ def _expand_one(
             copies[file] = rank
         else:
             others.append(file)
-    logs = list(roots)
+    logs = [
+        root
+        for root in roots
+        if within is None or not _refused(root, show(root), pattern, within, failures)
+    ]
     newest, skipped = _newest_copies(copies, show)
     for path, kind in kinds.items():
         if kind == "other":
@@ -188,6 +281,8 @@ def _expand_one(
         if any(_inside(other, folder) for other in folders):
             continue
         if folder in logs:
+            continue
+        if within is not None and _refused(folder, show(folder), pattern, within, failures):
             continue
         try:
             detected[folder] = detect_format(folder, show(folder))[0].name
@@ -222,18 +317,26 @@ def expand_patterns(
     allow_empty: bool = False,
     exclude: Path | None = None,
     config: Config | None = None,
+    within: Path | None = None,
 ) -> Collected:
     """The logs the patterns name, in pattern order, each once; see the module docstring.
-    Raises UsageError for an invalid pattern."""
+    `within`: read nothing outside that folder (the Action's workspace); None: any path.
+    Raises UsageError for an invalid pattern, or one that leads outside `within`."""
     display_root = display_root or base
     exclude_resolved = exclude.resolve() if exclude is not None else None
+    within = within.resolve() if within is not None else None
     collected = Collected()
     seen: set[Path] = set()
     detected: dict[Path, str] = {}
     for pattern in patterns:
+        known = len(collected.failures)
         problem = glob_problem(pattern)
         if problem:
             raise UsageError(f"invalid glob {pattern!r}: {problem}")
+        if within is not None and not is_url(pattern):
+            leaving = _leaving_pattern(pattern, base, within)
+            if leaving is not None:
+                raise leaving
         if is_url(pattern):
             try:
                 entries, skipped = _expand_url(pattern, config, collected.failures, detected)
@@ -246,7 +349,7 @@ def expand_patterns(
         elif has_glob(pattern):
             show = functools.partial(shown_path, root=display_root)
             paths, skipped = _expand_one(
-                pattern, base, show, exclude_resolved, config, collected.failures, detected
+                pattern, base, show, exclude_resolved, config, collected.failures, detected, within
             )
             collected.skipped.extend(skipped)
             entries = [(p, show(p)) for p in paths]
@@ -256,6 +359,12 @@ def expand_patterns(
             display = pattern if base == display_root else shown_path(target, display_root)
             if kind.startswith("cannot read"):
                 collected.failures.append(Problem(display, kind))
+                continue
+            if (
+                within is not None
+                and kind == "folder"
+                and _refused(target, display, pattern, within, collected.failures)
+            ):
                 continue
             entries = [] if kind == "missing" else [(target, display)]
         for path, display in entries:
@@ -267,7 +376,8 @@ def expand_patterns(
                 continue
             seen.add(key)
             collected.targets.append(LogTarget(path, display, pattern, detected.get(path)))
-        if not entries and not allow_empty:
+        refused = any(OUTSIDE in p.reason for p in collected.failures[known:])
+        if not entries and not allow_empty and not refused:  # said once, as refused
             what = "matched no training log" if has_glob(pattern) else "no such file or folder"
             shown = shown_url(pattern) if is_url(pattern) else pattern  # no signature
             collected.failures.append(Problem(shown, what, is_pattern=True))
@@ -282,4 +392,13 @@ def input_logs(patterns: Sequence[str], base: Path | None = None) -> list[Path]:
     return [base / p for p in patterns if not has_glob(p)] + [t.path for t in collected.targets]
 
 
-__all__ = ["Collected", "LogTarget", "Problem", "expand_patterns", "has_glob", "input_logs"]
+__all__ = [
+    "Collected",
+    "LogTarget",
+    "Problem",
+    "expand_patterns",
+    "has_glob",
+    "input_logs",
+    "link_out",
+    "outside_problem",
+]

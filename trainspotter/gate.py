@@ -42,7 +42,7 @@ from trainspotter.batch import analyze_targets
 from trainspotter.compare.apply import compare_analyses
 from trainspotter.compare.command import load_baseline
 from trainspotter.config import Config
-from trainspotter.discover import Collected, Problem, expand_patterns
+from trainspotter.discover import Collected, Problem, expand_patterns, outside_problem
 from trainspotter.errors import (
     TrainspotterError,
     UsageError,
@@ -110,6 +110,11 @@ class GateOptions:
     """Paths in reports are relative to this (the repository root in CI); default base."""
     report_dir: Path | None = None
     """None: the config's `report.directory` under base."""
+    within: Path | None = None
+    """Read no log (nor the baseline) outside this folder: the workspace in the GitHub
+    Action, where a pull request can change the config's patterns and commit symlinks
+    (`discover`: a pattern, a symlink or a folder log that leads out is refused); None:
+    any path, as on the user's own machine (the CLI)."""
     outputs: tuple[str, ...] | None = None
     """None: the config's `report.outputs`."""
     github: bool = False
@@ -171,6 +176,8 @@ class _Plan:
     report_within: Path | None
     """The folder the report folder must resolve inside (the config's is; --report-dir,
     the user's own choice, is not checked)."""
+    within: Path | None
+    """The folder every log read must resolve inside (`GateOptions.within`)."""
     render: RenderOptions
 
 
@@ -208,6 +215,7 @@ def _plan(options: GateOptions) -> _Plan:
         outputs=tuple(outputs),
         report_dir=options.report_dir or (options.base / config.report.directory),
         report_within=None if options.report_dir else options.base,
+        within=options.within,
         render=RenderOptions(
             color=options.color and not options.github,
             fail_on=fail_on,
@@ -244,6 +252,7 @@ def _check(plan: _Plan, options: GateOptions, pages: _Pages | None) -> _Checked:
         allow_empty=plan.config.allow_empty,
         exclude=plan.report_dir,
         config=plan.config,
+        within=plan.within,
     )
     checked = _Checked([], list(collected.failures), collected.skipped)
     checked.inputs = [target.path for target in collected.targets]
@@ -287,6 +296,9 @@ def _baseline(plan: _Plan, checked: _Checked) -> tuple[Analysis | None, Problem 
     if config.baseline is None:
         return None, None
     checked.inputs.append(plan.base / config.baseline)  # never replaced by a report
+    outside = plan.within and outside_problem(plan.base / config.baseline, plan.within)
+    if outside:
+        return None, Problem(f"baseline {config.baseline}", outside)
     try:
         return load_baseline(config.baseline, config, base=plan.base), None
     except TrainspotterError as exc:

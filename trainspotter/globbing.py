@@ -10,6 +10,12 @@ and the folder itself with a trailing slash), names starting with a dot are matc
 a part that starts with a dot (`**` never enters hidden folders), matching is
 case-sensitive on POSIX, results are relative to the root for a relative pattern.
 Symlinks to folders are followed (as `glob` does), once per real folder.
+
+Confined (`within`, the Action's workspace): the walk never lists, enters or matches a
+path beyond the pattern's fixed part (`fixed_part`, which the caller checks) that
+resolves outside `within`: a symlink out or a `..` after a glob part. Such paths are
+returned in `Expansion.outside` instead, so the caller can say so; nothing behind them is
+read. Only symlinks and fixed parts can leave a folder, so only they are resolved.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from trainspotter.paths import resolves_within
 
 _MAGIC = re.compile(r"[*?\[]")
 
@@ -30,15 +38,29 @@ class Expansion:
     matches: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     """(folder as shown, why) for each folder the walk could not list."""
+    outside: list[str] = field(default_factory=list)
+    """Paths (as shown) the walk did not follow or match: they resolve outside `within`."""
 
 
 class _Walk:
-    def __init__(self, parts: list[str], root: Path, absolute: bool) -> None:
+    def __init__(self, parts: list[str], root: Path, absolute: bool, within: Path | None) -> None:
         self.parts = parts
         self.root = root
         self.absolute = absolute
+        self.within = within
+        self.fixed = next((i for i, p in enumerate(parts) if _MAGIC.search(p)), len(parts))
+        """How many leading parts hold no glob character (the pattern's fixed part)."""
         self.found: dict[str, None] = {}
         self.unreadable: dict[str, str] = {}
+        self.outside: dict[str, None] = {}
+
+    def leaves(self, shown: str) -> bool:
+        """Whether `shown` resolves outside `within` (then it is recorded, and neither
+        listed nor matched); always False when the walk is not confined."""
+        if self.within is None or resolves_within(self.real(shown), self.within):
+            return False
+        self.outside.setdefault(shown or ".")
+        return True
 
     def real(self, shown: str) -> str:
         """The file-system path of a shown (pattern-relative) path."""
@@ -69,7 +91,11 @@ class _Walk:
             # Real sub-folders before symlinks to them: a folder is named its own way.
             entries = sorted(self.entries(folder), key=lambda e: (_is_link(e), e.name))
             for entry in entries:
-                if entry.name.startswith(".") or not _is_dir(entry):
+                if entry.name.startswith("."):
+                    continue
+                if _is_link(entry) and self.leaves(_join(folder, entry.name)):
+                    continue
+                if not _is_dir(entry):
                     continue
                 try:
                     child_stat = entry.stat()
@@ -87,6 +113,8 @@ class _Walk:
         return order
 
     def walk(self, shown: str, index: int) -> None:
+        if index == self.fixed and self.leaves(shown):
+            return
         if index == len(self.parts):
             self.found.setdefault(shown)
             return
@@ -97,13 +125,20 @@ class _Walk:
                 if last:
                     self.found.setdefault(_join(folder, "") if folder == shown else folder)
                     for entry in self.entries(folder):
-                        if not entry.name.startswith(".") and not _is_dir(entry):
-                            self.found.setdefault(_join(folder, entry.name))
+                        if entry.name.startswith("."):
+                            continue
+                        child = _join(folder, entry.name)
+                        if _is_link(entry) and self.leaves(child):
+                            continue
+                        if not _is_dir(entry):
+                            self.found.setdefault(child)
                 else:
                     self.walk(folder, index + 1)
             return
         if not _MAGIC.search(part):
             child = _join(shown, part)
+            if index > self.fixed and os.path.lexists(self.real(child)) and self.leaves(child):
+                return  # `..` or a symlink after a glob part
             if last:
                 if os.path.lexists(self.real(child)):
                     self.found.setdefault(child)
@@ -115,10 +150,15 @@ class _Walk:
             name = entry.name
             if (name.startswith(".") and not hidden_ok) or not fnmatch.fnmatchcase(name, part):
                 continue
+            child = _join(shown, name)
+            if not last and not _is_dir(entry):
+                continue  # a file where a folder is needed: never read
+            if _is_link(entry) and self.leaves(child):
+                continue
             if last:
-                self.found.setdefault(_join(shown, name))
+                self.found.setdefault(child)
             elif _is_dir(entry):
-                self.walk(_join(shown, name), index + 1)
+                self.walk(child, index + 1)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -148,25 +188,42 @@ def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}"
 
 
-def expand_glob(pattern: str, root: Path) -> Expansion:
-    """The paths `pattern` matches (relative to `root` unless the pattern is absolute),
-    sorted, each once; see the module docstring."""
+def _split(pattern: str) -> tuple[str, list[str]]:
+    """A pattern's anchor ("/" or a drive, "" when relative) and its parts."""
     normal = pattern.replace(os.sep, "/") if os.sep != "/" else pattern
     anchor = Path(normal).anchor.replace(os.sep, "/")
+    rest = normal[len(anchor) :] if anchor else normal
+    return anchor, [p for p in rest.split("/") if p]
+
+
+def fixed_part(pattern: str) -> str:
+    """The leading parts of `pattern` that hold no glob character (the whole pattern when
+    it has none), as a path: `logs/run1` of `logs/run1/**/*.csv`, "" of `*.csv`. A walk
+    starts there, so a caller confining the walk (`within`) checks it first."""
+    anchor, parts = _split(pattern)
+    fixed = next((i for i, p in enumerate(parts) if _MAGIC.search(p)), len(parts))
+    return anchor + "/".join(parts[:fixed])
+
+
+def expand_glob(pattern: str, root: Path, within: Path | None = None) -> Expansion:
+    """The paths `pattern` matches (relative to `root` unless the pattern is absolute),
+    sorted, each once; see the module docstring. `within` (resolved): confine the walk
+    to that folder, listing what leads out in `Expansion.outside`."""
+    normal = pattern.replace(os.sep, "/") if os.sep != "/" else pattern
+    anchor, parts = _split(pattern)
     absolute = bool(anchor)
-    rest = normal[len(anchor) :] if absolute else normal
-    parts = [p for p in rest.split("/") if p]
     # `**/**` is `**`: collapsing keeps the walk linear.
     collapsed: list[str] = []
     for part in parts:
         if not (part == "**" and collapsed and collapsed[-1] == "**"):
             collapsed.append(part)
-    walk = _Walk(collapsed, root, absolute)
+    walk = _Walk(collapsed, root, absolute, within)
     walk.walk(anchor if absolute else "", 0)
     matches = sorted(walk.found)
     if normal.endswith("/"):
         matches = [_join(m, "") for m in matches if _isdir(walk.real(m))]
-    return Expansion([m for m in matches if m], sorted(walk.unreadable.items()))
+    matched = [m for m in matches if m]
+    return Expansion(matched, sorted(walk.unreadable.items()), sorted(walk.outside))
 
 
-__all__ = ["Expansion", "expand_glob"]
+__all__ = ["Expansion", "expand_glob", "fixed_part"]

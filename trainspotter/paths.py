@@ -22,4 +22,19 @@ def shown_path(path: str | Path, root: Path | None = None) -> str:
     return relative.as_posix()
 
 
-__all__ = ["shown_path"]
+def is_within(path: Path, folder: Path) -> bool:
+    """Whether `path` is `folder` or lies below it; both already resolved (symlinks and
+    `..` followed), so neither can leave `folder` unseen. The one containment test:
+    the Action's inputs (`entrypoint.inside_workspace`), the report folder
+    (`safe_write.prepare_folder`) and the logs it reads (`discover`, `globbing`)."""
+    return path == folder or folder in path.parents
+
+
+def resolves_within(path: str | Path, folder: Path) -> bool:
+    """Whether `path`, its symlinks and `..` followed, is the resolved `folder` or lies
+    below it. A symlink loop resolves to where the loop is (`os.path.realpath`): reading
+    it then fails on its own, with its own error."""
+    return is_within(Path(os.path.realpath(path)), folder)
+
+
+__all__ = ["is_within", "resolves_within", "shown_path"]

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from trainspotter.errors import TrainspotterError
-from trainspotter.paths import shown_path
+from trainspotter.paths import is_within, shown_path
 
 FILE_NAME_LIMIT = 100
 _WINDOWS_RESERVED = frozenset(
@@ -77,10 +77,6 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def prepare_folder(
     folder: Path, *, within: Path | None = None, what: str = "report folder"
 ) -> Path:
@@ -95,7 +91,7 @@ def prepare_folder(
         if folder.exists() and not folder.is_dir():
             raise OutputError(f"{shown}: the {what} exists and is not a folder")
         real = folder.resolve()
-        if within is not None and not _inside(real, within.resolve()):
+        if within is not None and not is_within(real, within.resolve()):
             raise OutputError(
                 f"{shown}: the {what} must lie inside the working folder "
                 f"(it resolves to {real}); use a relative path without '..' or symlinks out"
