@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 
 TRAIN_LOSS = "train/loss"
 EVAL_LOSS = "eval/loss"
@@ -226,6 +227,25 @@ def name_words(name: str) -> list[str]:
     kept with the word they follow: `loss_G_adv` -> loss, g, adv; `lossD` -> loss, d;
     `Gen Loss` -> gen, loss; `loss_G_L1` -> loss, g, l1."""
     return [word.lower() for word in _WORDS.findall(name)]
+
+
+_TIMING_WORDS = frozenset(
+    {"time", "times", "runtime", "timestamp", "elapsed", "clock", "eta", "secs", "seconds"}
+    | {"fps", "speed", "throughput", "flos", "memory", "mem"}
+)
+_RATE_UNITS = frozenset({"s", "sec", "second"})
+
+
+def is_timing(name: str) -> bool:
+    """A timing, throughput or resource metric (`step_time`, `eval_runtime`,
+    `train/samples_per_second`, `it/s`, `time/fps`, `total_flos`, `memory_allocated`): it
+    measures the machine, not the model, and a +Inf there is a zero-length timer. Judged by
+    whole name words (`name_words`), so `val_sentiment_f1` (no word "time") and
+    `f1_per_class` (a "per" that is not per second) are model metrics."""
+    words = name_words(name)
+    if _TIMING_WORDS.intersection(words) or name.lower().endswith("/s"):
+        return True
+    return any(a == "per" and b in _RATE_UNITS for a, b in pairwise(words))
 
 
 def adversarial_losses(metrics: Iterable[str]) -> frozenset[str]:

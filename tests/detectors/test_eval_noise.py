@@ -91,6 +91,11 @@ def test_saturated_accuracy_and_bookkeeping_metrics_are_ignored() -> None:
     assert detect(run) == []
     assert is_quality_metric("eval_f1") and is_quality_metric("val_acc_epoch")
     assert not is_quality_metric("eval_runtime") and not is_quality_metric("train/loss")
+    # Timing is judged by whole name words (`names.is_timing`, shared with divergence): a
+    # per-class F1 is a quality metric, a steps-per-second rate and a learning rate are not.
+    assert is_quality_metric("eval_f1_per_class")
+    assert not is_quality_metric("eval_steps_per_second")
+    assert not is_quality_metric("eval/learning_rate")
 
 
 def test_noisy_accuracy_that_does_not_improve_is_a_warning() -> None:

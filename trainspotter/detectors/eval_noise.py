@@ -37,12 +37,13 @@ autocorrelation-corrected p-value is not small (as `stats.Change.falling`)."""
 
 # Eval metrics that measure model quality (what checkpoints are ranked by). Speed and
 # bookkeeping metrics that readers pass through with an eval prefix (eval_runtime,
-# eval_samples_per_second, eval/epoch) are noisy by nature and rank nothing.
+# eval_samples_per_second: `names.is_timing`; a logged learning rate) are noisy by nature
+# and rank nothing.
 _QUALITY = re.compile(
     r"loss|acc|f1|precision|recall|wer|cer|bleu|rouge|perplexity|ppl|auc|mcc|exact|match|"
     r"score|iou|io_u|dice|map|mae|mse|rmse|error|top1|top5|meteor|chrf|reward"
 )
-_BOOKKEEPING = re.compile(r"runtime|per_second|per_sec|_per_|/s$|flos|memory|learning_rate")
+_LEARNING_RATE = re.compile(r"learning_rate")
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def distance_to_ideal(metric: str, values: FloatArray) -> tuple[float, str]:
 def is_quality_metric(metric: str) -> bool:
     """An eval metric that measures model quality (loss, accuracy, F1, WER, BLEU, ...)."""
     lowered = metric.lower()
-    if not names.is_eval(metric) or _BOOKKEEPING.search(lowered):
+    if not names.is_eval(metric) or names.is_timing(metric) or _LEARNING_RATE.search(lowered):
         return False
     return names.is_loss_like(metric) or _QUALITY.search(lowered) is not None
 
