@@ -62,15 +62,17 @@ def test_a_dice_that_turns_nan_beside_a_finite_loss_is_a_warning(
     assert f.detector == "divergence" and f.severity is Severity.WARNING
     assert (f.step_start, f.step_end) == (truth["first_step"], rows[-1][0])
     after = rows[onset:]
-    bad = sum(math.isnan(v) for _, v in after)
-    assert f.evidence["nonfinite_points"] == bad
-    assert f.evidence["points_from_first_nonfinite"] == len(after)
+    assert all(math.isnan(v) for _, v in after)  # NaN at every epoch from the onset on
+    assert f.evidence["nonfinite_points"] == f.evidence["logged_points"] == len(after)
+    assert f.evidence["until_end_of_log"] == "yes" and "finite_again_step" not in f.evidence
     assert f.evidence["loss_stayed_finite"] == "yes"
     last_step, last_value = rows[onset - 1]
-    assert f"(last: {fmt(last_value)} at step {last_step})" in f.message
-    share = f"all {len(after)}" if bad == len(after) else f"{bad} of the {len(after)}"
-    assert f"{share} logged points from step {truth['first_step']}" in f.message
-    assert "stayed finite" in f.message
+    assert f"finite up to step {last_step} (last value {fmt(last_value)})" in f.message
+    assert (
+        f"undefined (NaN) from step {truth['first_step']} to the end of the log (step "
+        f"{rows[-1][0]}): all {len(after)} logged points there" in f.message
+    )
+    assert "stayed finite" in f.message and "usually a 0/0" in f.message
 
 
 def test_the_dice_run_has_no_error_and_its_loss_is_not_flagged() -> None:

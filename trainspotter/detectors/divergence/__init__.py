@@ -16,8 +16,8 @@ import math
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Detector, Reads
 from trainspotter.detectors.divergence.metric_nonfinite import (
-    MetricBreak,
-    metric_break,
+    fold_into_loss_incidents,
+    metric_breaks,
     metric_finding,
     watched,
 )
@@ -68,12 +68,15 @@ class DivergenceDetector(
       range).
     - A non-finite value in **another metric** (Dice, F1, accuracy, perplexity, the LR;
       train or eval) after it had been finite: *warning*, never an error (training may be
-      fine: a metric that breaks while the loss does not is most often a metric bug, a 0/0
-      on an empty mask or an absent class, or a blow-up on some inputs that the loss
-      hides). The finding names the metric, its first non-finite step, how many of the
-      points from there on are non-finite, and whether the losses of the same side (eval
-      for an eval metric) stayed finite over those steps. When a loss is non-finite over
-      the same steps, the metric is named in the loss's finding instead.
+      fine: a metric undefined on some inputs is common, usually a 0/0 on an empty mask or
+      an absent class, or it is a blow-up on some inputs that the loss hides). One finding
+      per metric, about its first non-finite stretch: its steps, how many of the logged
+      points there are non-finite (or, for an evaluation written between NaN placeholder
+      rows, how many scheduled evaluations are missing), whether it is finite again after
+      it, whether the losses of the same side (eval for an eval metric) stayed finite over
+      those steps, and the metric's later stretches. A stretch that overlaps a loss
+      incident is named in the loss's finding instead; it never moves that finding's start
+      or restart step.
     - A loss *rising to the end* of the log (error), or *a climb that came back* (warning).
       A component loss (one term of a multi-term loss) rising to the end while the total
       (`train/loss`, or a `mean_loss`/`total_loss`-like name) is not is a trade-off
@@ -91,17 +94,21 @@ class DivergenceDetector(
     otherwise a skip, a warning when skips hit more than `frequent_skip_fraction` of the
     logged gradient points.
 
-    *Non-finite metrics* (`metric_nonfinite`). Every other metric except timing,
-    throughput and bookkeeping ones (`step_time`, `throughput`, `epoch`, and names with
-    time, runtime, per_sec, `_per_`, speed, flos, memory) is scanned the same way, from its
+    *Non-finite metrics* (`metric_nonfinite`). Every other metric is scanned the same way,
+    except `epoch`, timing, throughput and resource metrics (`names.is_timing`, by whole
+    name words: time, runtime, timestamp, elapsed, fps, speed, throughput, flos, memory,
+    "per second"/"/s" rates...) and metrics NaN by design (an explained variance), from its
     first finite value on: the leading run of non-finite points before it is "not computed
-    yet" and ignored. The first episode (`merge_gap` as above) holding at least
-    `metric_min_nonfinite_points` non-finite points starts the finding; an episode of one
-    point is ignored. When the finite points fall on a regular grid of every k-th logged
-    point (k >= 2, at least 3 of them) with every point between them non-finite, the logger
-    writes NaN for "not computed at this log": only a scheduled point after the last finite
-    one counts (at least `metric_min_nonfinite_points` of them before the log ends). A
-    metric episode that overlaps a loss incident joins it (`nonfinite.incidents` ranges).
+    yet" and ignored. Each stretch (`merge_gap` as above) that holds at least
+    `metric_min_nonfinite_points` consecutive non-finite points counts. When the metric is
+    finite at 3+ points and never at two consecutive ones, the logger writes NaN for "not
+    computed at this log" between evaluations: a NaN strictly between two evaluations is a
+    placeholder, and what counts is missing evaluations, with the median step interval
+    between evaluations as the schedule: a gap between two evaluations of k+1 intervals
+    (rounded) misses k, the log running on k whole intervals after the last evaluation
+    misses k; `metric_min_nonfinite_points` missed in a row make a stretch. A stretch that
+    overlaps a loss incident (`nonfinite.Episode` ranges) joins it; the others are the
+    metric's own. The losses are judged over the stretch's own steps.
 
     *Sustained rises.* Per train loss (eval losses only when the run has no train loss: an
     eval loss rising while train loss falls is overfitting, the overfitting detector's
@@ -151,9 +158,11 @@ class DivergenceDetector(
       reaches 1, so a calibration burst at the start is at most that long.
       `frequent_skip_fraction` 0.1: overflow skips on more than a tenth of the logged
       gradient points lose many updates. `merge_gap` 3: non-finite points a few finite
-      points apart are one incident. `metric_min_nonfinite_points` 2: one NaN that is
-      finite again at the next point is one empty batch (or one empty eval set) and says
-      little; two in one stretch is a metric that keeps failing.
+      points apart are one incident. `metric_min_nonfinite_points` 2 (consecutive): one
+      NaN that is finite again at the next point is one empty batch (or one empty eval
+      set) and says little, however many such isolated points a stretch holds; a metric
+      non-finite at two logged points in a row (two epoch means, two evaluations) keeps
+      failing.
     - `drift_alpha` 0.01 and `transient_alpha` 0.01: a strict level, and never a verdict
       alone: the effect-size tests below must pass too.
     - `monotone_tau` 0.6 over `monotone_min_points` 20: the autocorrelation correction in
@@ -180,26 +189,32 @@ class DivergenceDetector(
     `names.adversarial_losses` and get no rise verdict, only the non-finite check); a loss
     logged as a cumulative or running average over something that grows. Non-finite values
     that a logger writes for "not computed at this step" (instead of leaving the cell
-    empty) look like NaNs: for a loss always; for another metric only when its finite
-    points are not on one regular grid (an eval metric written NaN between evaluations
-    whose interval changes, or with extra epoch-end rows between them, is reported as
-    broken). The readers leave an empty cell (CSV, Lightning, W&B exports) or an absent
-    key (JSON/JSONL, trainer_state.json) out of the metric, and Keras's `NA` is not a
-    number: those are never read as NaN.
+    empty) look like NaNs: for a loss always; for another metric only when some of its
+    finite points are consecutive (an eval metric finite at two adjacent rows, NaN
+    between its other evaluations, is read point by point and its placeholder rows as
+    breaks), or when its evaluation interval changes for good (a gap of 2.5 median
+    intervals or more reads as two missed evaluations). The readers leave an empty cell
+    (CSV, Lightning, W&B exports) or an absent key (JSON/JSONL, trainer_state.json) out of
+    the metric, and Keras's `NA` is not a number: those are never read as NaN.
     Non-finite metrics, by design: a metric non-finite from its first logged point (never
-    computed, or not yet) is not reported, nor a single isolated NaN that is finite again
-    at the next point (one batch with an empty mask), nor two such points more than
-    `merge_gap` points apart; a timing or throughput metric at +Inf (a first step timed as
-    0 s: samples/second = n / 0) is not read at all. A metric whose 0/0 is legitimate and
+    computed, or not yet) is not reported, nor isolated NaNs that are finite again at the
+    next point (one batch with an empty mask), however many (a per-batch metric NaN on
+    every third batch is silent; its epoch mean, NaN at consecutive epochs, is not); a
+    timing or throughput metric at +Inf (a first step timed as 0 s: samples/second =
+    n / 0) and an explained variance (Stable-Baselines3's is NaN whenever a rollout's
+    returns have no variance) are not read at all. A metric whose 0/0 is legitimate and
     documented (a per-class recall for a class absent from the eval set) is reported: the
-    practitioner should know the number is not a score.
+    practitioner should know the number is not a score. A metric that stops being
+    evaluated while the log goes on (evaluation switched off) reads as missing
+    evaluations.
 
     **Example.** `examples/divergence/trainer_state.json`: an error from step 304, where
     train/loss started climbing after the LR jumped at step 300, to +Inf at step 380.
     `examples/missing_warmup/trainer_state.json`: a warning at steps 215-465, a climb that
     came back. `examples/lightning_dice_nan/lightning_logs/version_0/metrics.csv`: a
     warning from step 239, where train_dice turned NaN (a blank tile predicted blank is
-    0/0) while train/loss stayed finite, and one from step 259 for val_dice. Silent on
+    0/0) and stayed so at all 14 epoch ends to step 499 while train/loss stayed finite,
+    and one from step 259 for val_dice. Silent on
     `examples/healthy/trainer_state.json`, and on the GAN of
     `examples/lightning_gan_healthy/` whose d_loss rises from 0.84 to 1.32 (medians of steps
     80-159 and 1920-1999) while its generator learns; its twin `examples/lightning_gan_nan/`
@@ -225,14 +240,14 @@ class DivergenceDetector(
             and (rise := tail_rise(*_finite(run.metrics[name]), params)) is not None
         }
         groups = incidents(episodes)
-        breaks = [
-            found
+        own_stretches = [
+            alone
             for name, series in run.metrics.items()
-            if watched(name) and (found := metric_break(name, series, params)) is not None
+            if watched(name)
+            and (alone := fold_into_loss_incidents(metric_breaks(name, series, params), groups))
         ]
-        alone = _fold_into_loss_incidents(breaks, groups)
         findings = [nonfinite_finding(run, group, params, lead_in) for group in groups]
-        findings.extend(metric_finding(run, found) for found in alone)
+        findings.extend(metric_finding(run, stretches) for stretches in own_stretches)
         has_train_loss = any(is_loss_like(n) and not is_eval(n) for n in run.metrics)
         drifts: dict[str, Finding] = {}
         players = adversarial_losses(run.metrics)  # a GAN's losses need not fall
@@ -253,26 +268,6 @@ class DivergenceDetector(
             )
         findings.extend(_component_drifts_as_warnings(run, drifts))
         return findings
-
-
-def _fold_into_loss_incidents(
-    breaks: list[MetricBreak], groups: list[list[Episode]]
-) -> list[MetricBreak]:
-    """A metric that turned non-finite over the steps of a loss incident is part of it (the
-    loss's finding names it); the others, returned, are findings of their own."""
-    alone = []
-    for found in breaks:
-        episode = found.episode()
-        for group in groups:
-            if any(e.is_loss for e in group) and (
-                episode.start_step < max(e.reach for e in group)
-                and min(e.start_step for e in group) < episode.reach
-            ):
-                group.append(episode)
-                break
-        else:
-            alone.append(found)
-    return alone
 
 
 def _finite(series: Series) -> tuple[FloatArray, FloatArray]:

@@ -38,6 +38,11 @@ class Episode:
         return self.end - self.start + 1
 
     @property
+    def nonfinite(self) -> int:
+        """The non-finite points among `points` (merged runs hold finite ones)."""
+        return int(np.count_nonzero(~self.series.finite[self.start : self.end + 1]))
+
+    @property
     def to_end(self) -> bool:
         return self.end == len(self.series) - 1
 
@@ -49,6 +54,11 @@ class Episode:
     @property
     def is_loss(self) -> bool:
         return is_loss_like(self.metric)
+
+    @property
+    def is_loss_or_gradient(self) -> bool:
+        """False for another metric's stretch folded into a loss incident."""
+        return self.is_loss or is_gradient(self.metric)
 
 
 def is_gradient(name: str) -> bool:
@@ -69,7 +79,8 @@ def incidents(episodes: list[Episode]) -> list[list[Episode]]:
     return groups
 
 
-def _kind(value: float) -> str:
+def nonfinite_kind(value: float) -> str:
+    """How a non-finite value is written: NaN, +Inf or -Inf."""
     return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
 
 
@@ -78,19 +89,21 @@ def nonfinite_finding(
 ) -> Finding:
     # The metric the report is about: a loss if any, else the first to go non-finite.
     lead = min(group, key=lambda e: (not e.is_loss, e.start_step, e.metric != TRAIN_LOSS))
-    first = min(group, key=lambda e: e.start_step)
-    start_step = first.start_step
-    end_step = max(e.end_step for e in group)
-    to_end = any(e.to_end for e in group)
+    # The incident is dated by its losses and gradients: a metric stretch folded into it
+    # (`metric_nonfinite.fold_into_loss_incidents`) is named, never moves its steps.
+    own = [e for e in group if e.is_loss_or_gradient]
+    start_step = min(e.start_step for e in own)
+    end_step = max(e.end_step for e in own)
+    to_end = any(e.to_end for e in own)
     values = lead.series.values
-    kind = _kind(float(values[lead.start]))
+    kind = nonfinite_kind(float(values[lead.start]))
     before = values[: lead.start][np.isfinite(values[: lead.start])]
     last_finite = float(before[-1]) if before.size else float("nan")
     others = sorted({e.metric for e in group} - {lead.metric})
     evidence: Evidence = {
         "first_nonfinite_step": lead.start_step,
         "first_value": kind,
-        "nonfinite_points": lead.points if len(group) == 1 else sum(e.points for e in group),
+        "nonfinite_points": sum(e.nonfinite for e in group),
         "until_end_of_log": "yes" if to_end else "no",
     }
     if math.isfinite(last_finite):

@@ -19,9 +19,10 @@ class DivergenceParams:
     frequent_skip_fraction: float = 0.1
     """Overflow skips on more than this fraction of the logged gradient points: warning."""
     metric_min_nonfinite_points: int = 2
-    """A metric other than a loss or gradient is reported when it turns non-finite, after
-    its first finite value, at this many points of one stretch (`merge_gap` apart at most):
-    a single isolated NaN is not."""
+    """A metric other than a loss or gradient is reported when it is non-finite, after its
+    first finite value, at this many consecutive logged points (or, for an evaluation
+    between NaN placeholder rows, this many scheduled evaluations in a row): isolated NaNs
+    are not, however many."""
     drift_min_points: int = 20
     """Abstain from the drift test on a loss with fewer finite points than this."""
     drift_min_tail_points: int = 10
