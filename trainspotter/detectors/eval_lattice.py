@@ -67,10 +67,17 @@ def is_count_fraction(metric: str) -> bool:
     return _COUNT_FRACTION.search(metric.lower()) is not None
 
 
-def sample_lattice(metric: str, values: FloatArray) -> SampleLattice | None:
+def sample_lattice(
+    metric: str, values: FloatArray, min_distinct: int = MIN_DISTINCT
+) -> SampleLattice | None:
     """The lattice an accuracy-type metric's values lie on, or None (not accuracy-type, out
-    of [0, 1] and [0, 100], fewer than `MIN_DISTINCT` distinct values, or no n up to
-    `MAX_SAMPLES` whose lattice holds them all)."""
+    of [0, 1] and [0, 100], fewer than `min_distinct` distinct values, or no n up to
+    `MAX_SAMPLES` whose lattice holds them all).
+
+    `min_distinct` below `MIN_DISTINCT` (at least 2) is for a caller that only needs a
+    lower bound on how many samples a gap spans: the eval set's size is a multiple of the
+    n found, so a gap of k steps of 1/n is at least k samples even when so few values
+    understate the eval set."""
     if not is_count_fraction(metric):
         return None
     finite = values[np.isfinite(values)]
@@ -81,7 +88,7 @@ def sample_lattice(metric: str, values: FloatArray) -> SampleLattice | None:
     if scale is None:
         return None
     fractions = np.unique(finite / scale)
-    if fractions.size < MIN_DISTINCT:
+    if fractions.size < max(min_distinct, 2):
         return None
     if fractions.size > MAX_SAMPLES + 1:
         return None  # n samples give at most n + 1 distinct fractions

@@ -156,10 +156,12 @@ class PlateauDetector(
        its values, 1 / eval-set size for an accuracy), i.e. how many examples changed
        their verdict.
        *Stuck on most evaluations* (warning, `stuck_mode.py`, whose docstring gives the
-       rule, its figures and its false-positive modes): such a metric at one exact value
-       on at least half (and 6) of its evaluations, not a constant tail, at the low end of
-       what it reached, while the loss falls over that stretch (predictions that did not
-       change: the majority class, an all-background mask).
+       rule, its figures and its false-positive modes): such a metric at one value (to
+       float32 round-off) on at least half (and 6) of its evaluations, not a constant tail,
+       at the low end of what it reached (its best 2%+ of the value higher and, on an
+       eval-set lattice k/n, 4+ samples higher: more than a converged model's wobble),
+       while the loss falls over that stretch (predictions that did not change: the
+       majority class, an all-background mask, if that is what the value is).
     6. *Eval never improved* (warning, `eval_stall.py`, whose docstring gives the rule and
        its false-positive modes): an eval quality metric with no improving trend and no
        evaluation materially better than its first, while the train loss did not fall
