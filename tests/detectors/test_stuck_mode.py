@@ -91,7 +91,11 @@ def test_one_class_predicted_at_most_epochs_is_reported_there(
     # The message's numbers are the log's: the value, the count, the loss at named steps.
     val_loss = _column(run, "val_loss")
     first, last = truth["step_range"]
-    assert f"exactly {value:.7g} at {len(at_value)} of its {len(logged)}" in finding.message
+    same = f"{value:.7g} (the same value to float32 round-off) at {len(at_value)} of its"
+    assert f"{same} {len(logged)}" in finding.message
+    # The title quotes the same digits, and neither calls a float32 value exact.
+    assert f"sits at {value:.7g} on {len(at_value)} of {len(logged)}" in finding.title
+    assert "exactly" not in finding.title + finding.message
     assert f"{val_loss[first]:.6g} at step {first}" in finding.message
     assert f"{val_loss[last]:.6g} at step {last}" in finding.message
     assert "class_weight" in " ".join(finding.fixes)
@@ -245,3 +249,12 @@ def test_the_majority_share_then_one_learned_value_is_reported(accuracy: list[fl
     assert finding.evidence["repeated_points"] == 40
     assert "at least 7 more eval samples right" in finding.message
     assert "multiples of 1/90" in finding.message
+
+
+def test_the_message_says_what_the_value_means_only_conditionally() -> None:
+    """The rule sees the metric, not the labels: whether 0.8222222 is the majority share
+    is the reader's to check, so the message says what follows if it is."""
+    finding = _finding(MAJORITY_THEN_LEARNED)
+    assert finding is not None
+    assert "If 0.8222222 is the share of the eval set's most frequent class" in finding.message
+    assert "That is what a model predicting" not in finding.message

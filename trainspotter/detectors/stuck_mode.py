@@ -10,9 +10,9 @@ falls, or a segmentation model whose val_mean_io_u is the all-background value a
 epochs with isolated jumps away and back. A practitioner reads both as: the model's
 predictions (their argmax or threshold) did not change at those evaluations; if the value
 is the majority share (the empty mask's score), it predicts one class (all background)
-there.
-`stuck` reports only a value repeated at the END of the run and `eval_stall` only a metric
-that never improved, so both were silent on it.
+there. The message says so conditionally: the rule sees the metric, not the labels.
+`stuck` reports only a value repeated at the END of the run and `eval_stall` only a
+metric that never improved, so both were silent on it.
 
 **Algorithm.**
 1. Cluster the values to `tolerance` (the plateau's `constant_tolerance`, 1e-6 of the
@@ -35,10 +35,11 @@ that never improved, so both were silent on it.
    fall at every point. The model's outputs changed while their argmax or threshold did
    not: the metric is recomputed, not a stale value, and the model is not merely
    converged. The message quotes the loss's half medians and its raw values at both
-   ends, the repeated value, each other
-   evaluation at its step (up to `LISTED_OTHERS`, 8, of them; more as their range and
-   median, so the message stays readable) and the best with how many samples above the
-   value it is when a lattice is known.
+   ends, the repeated value to 7 digits (the same in title and message, called the same
+   value to float32 round-off, not exact), each other evaluation at its step (up to
+   `LISTED_OTHERS`, 8, of them; more as their range and median, so the message stays
+   readable) and the best with how many samples above the value it is when a lattice is
+   known.
 
 **Defaults and why.** Half (`MIN_SHARE`): a healthy small eval set repeats lattice values
 (k of n right, `eval_lattice`), but its accuracy wanders among several of them. If each
@@ -66,8 +67,7 @@ weighted accuracy) has no sample count at all; the bundled segmentation run's be
 (step 3): without it a converged model whose predictions barely change is reported
 whenever it leaves its value only upwards (1.4% of the generated converged runs read as
 a metric with no lattice, below, instead of 0.18%; as accuracies the 4-sample rule alone
-keeps it to 1 of 20000). `TREND_POINTS` (8) is
-`stats.trend_test`'s minimum.
+keeps it to 1 of 20000). `TREND_POINTS` (8) is `stats.trend_test`'s minimum.
 
 Measured on generated healthy small-eval-set accuracies
 (`tests/detectors/test_stuck_mode.py`: k/n, n = 20-500, a fixed eval set whose per-example
@@ -82,10 +82,11 @@ and 0 as accuracies.
 **False-positive modes.** A model on a small eval set (about 100 or fewer) that improves
 slowly with predictions so stable that it sits at one count for half of its evaluations
 before rising 4 or more samples, while its loss falls, is reported (0.015% of the generated
-improving runs). A metric with no lattice (F1, IoU, dice, or an accuracy averaged over
-batches) is judged by the 2% margin alone: a converged model on a small eval set whose
-metric repeats and leaves its value only upwards while its loss creeps down is reported
-(0.18% of the generated converged runs read so). A run whose loss is not logged at the
+improving runs). A metric with no lattice (F1, IoU, dice, an accuracy averaged over
+batches or on more than `eval_lattice.MAX_SAMPLES`, 2000, examples) is judged by the 2%
+margin alone: a converged model on a small eval set whose metric repeats and leaves its
+value only upwards while its loss creeps down is reported (0.18% of the generated
+converged runs read so). A run whose loss is not logged at the
 metric's steps, or does not fall there, is not judged: a stuck model whose loss is flat (a
 dead model whose metric still moves now and then) is missed. An eval set of 50 or 100
 gives accuracies with 2 significant digits (0.86), which the digit rule ignores: such a
@@ -111,7 +112,7 @@ import numpy.typing as npt
 
 from trainspotter import names
 from trainspotter.detectors import stats, stuck
-from trainspotter.detectors.eval_lattice import sample_lattice
+from trainspotter.detectors.eval_lattice import is_count_fraction, sample_lattice
 from trainspotter.detectors.eval_noise import higher_is_better
 from trainspotter.model import Finding, FloatArray, Run, Severity
 
@@ -244,19 +245,29 @@ def mode_finding(
     loss_name, loss_text = loss
     best = int(np.argmax(y))  # the first evaluation at the best value
     few = f" This rests on {y.size} evaluations." if y.size < 2 * MIN_COUNT else ""
+    shown = f"{value:.7g}"
+    if is_count_fraction(metric):
+        meaning = (
+            f"If {shown} is the share of the eval set's most frequent class, the model "
+            "predicts that class for every example at those evaluations (any other "
+            "predictions would need their hits on the other classes to cancel their misses "
+            "on that one, at each of those evaluations)."
+        )
+    else:
+        meaning = (
+            f"If {shown} is the score of predicting one class everywhere (for an IoU or "
+            "dice, of an all-background mask), the model predicts that at those evaluations."
+        )
     message = (
-        f"{metric} is exactly {value:.7g} at {count} of its {y.size} evaluations (steps "
-        f"{first}-{last}); the other {y.size - count}: {_others_text(x, y, same)}. "
-        f"{loss_text}: the model's outputs changed, but at those evaluations their argmax "
-        "or threshold scored the same, at the low end of what the metric reached (its "
-        f"best: {_at(x, y, best)}{rise_text}). "
-        "That is what a model predicting one class for every example gives (an accuracy "
-        "at the majority-class share), or one predicting all background (the IoU or dice "
-        f"of an empty mask).{few}"
+        f"{metric} is {shown} (the same value to float32 round-off) at {count} of its "
+        f"{y.size} evaluations (steps {first}-{last}); the other {y.size - count}: "
+        f"{_others_text(x, y, same)}. {loss_text}: the model's outputs changed, but at "
+        "those evaluations their argmax or threshold scored the same, at the low end of "
+        f"what the metric reached (its best: {_at(x, y, best)}{rise_text}). {meaning}{few}"
     )
     return Finding(
         detector=detector,
-        title=f"{metric} sits at exactly {value:.6g} on {count} of {y.size} evaluations",
+        title=f"{metric} sits at {shown} on {count} of {y.size} evaluations",
         severity=Severity.WARNING,
         metric=metric,
         step_start=first,
@@ -273,9 +284,9 @@ def mode_finding(
             "falling_loss": loss_name,
         },
         fixes=(
-            f"Compare {value:.4g} with the share of the most frequent class in the eval set "
-            "(or the score of an all-background mask): equal means the model predicts that "
-            "class everywhere there. Weight the loss by class (Keras class_weight, PyTorch "
+            f"Compare {shown} with the share of the most frequent class in the eval set "
+            "(or the score of an all-background mask): equal means the model most likely predicts "
+            "that class everywhere there. Weight the loss by class (Keras class_weight, PyTorch "
             "pos_weight / weight) or resample the training data.",
             "If the loss falls while the metric stays put, the outputs move but do not "
             "cross the decision threshold: raise the learning rate (with a warmup), and "
