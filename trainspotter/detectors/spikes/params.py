@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from trainspotter.detectors.base import Above
+from trainspotter.detectors.base import Above, AtMost
 
 NAME = "spikes"
 
@@ -32,9 +32,24 @@ class SpikesParams:
     """...but at least this many points..."""
     max_window: int = 100
     """...and at most this many."""
-    sustained_z: float = 4.0
+    sustained_z: Annotated[
+        float,
+        AtMost(
+            "z_threshold",
+            "a run rule stricter than the single-point rule never fires: each point of "
+            "its runs is already a spike on its own",
+        ),
+    ] = 4.0
     """Consecutive points that each reach this modified z-score (and `min_ratio`)..."""
-    sustained_points: int = 3
+    sustained_points: Annotated[
+        int,
+        Above(
+            2,
+            False,
+            "one point at sustained_z would be a spike on its own: z_threshold silently "
+            "lowered to sustained_z",
+        ),
+    ] = 3
     """...at least this many in a row, are a spike though none reaches `z_threshold`."""
     min_points: int = 12
     """Abstain on a metric with fewer finite points than this."""
@@ -53,10 +68,24 @@ class SpikesParams:
     """Below this fraction of its highest earlier level a positive curve has memorised:
     a jump that comes back within `recovery_points` points there is not an incident
     unless it climbs above that earlier level."""
-    neighbour_ratio: float = 10.0
+    neighbour_ratio: Annotated[
+        float,
+        Above(
+            1,
+            True,
+            "at <= 1 a point no higher than its neighbours counts as a spike",
+        ),
+    ] = 10.0
     """A point this many times both of its neighbours is a spike without a noise baseline
     (only where the trailing-window rule cannot judge: `neighbours`)..."""
-    neighbour_agreement: float = 2.0
+    neighbour_agreement: Annotated[
+        float,
+        Above(
+            1,
+            True,
+            "at <= 1 only exactly equal neighbours (or none) agree: the rule is silently off",
+        ),
+    ] = 2.0
     """...when the two neighbours are within this factor of each other."""
     startup_fall: float = 10.0
     """A fall of at least this ratio between two consecutive logs among a log's first
