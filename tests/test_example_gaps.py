@@ -94,6 +94,7 @@ def test_an_eval_spike_at_the_second_evaluation_rests_on_its_two_neighbours() ->
     assert f"{fmt(before)} at step {before_step} and {fmt(after)} at step {after_step}" in f.message
     assert f"jumped to {fmt(peak)} at step {peak_step}" in f.message
     assert f"{fmt(peak / max(before, after))}x" in f.message
+    assert f"(at least {fmt(peak / max(before, after))}x both neighbours)" in f.title
     assert "rests on 2 neighbouring evaluations" in f.message
 
 

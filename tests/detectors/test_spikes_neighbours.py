@@ -49,6 +49,8 @@ def test_one_evaluation_25x_both_neighbours_is_a_warning(values: list[float]) ->
     assert f.evidence["ratio_to_baseline"] == pytest.approx(11.4 / 0.49)
     assert "rests on 2 neighbouring evaluations" in f.message
     assert "0.45 at step 100 and 0.49 at step 300" in f.message
+    # The ratio is to the higher neighbour: against both, it is a lower bound.
+    assert "(at least 23.27x both neighbours)" in f.title
     assert f.fixes
 
 
@@ -58,6 +60,20 @@ def test_a_later_rise_of_the_eval_loss_does_not_hide_an_early_spike() -> None:
     values = [0.45, 11.4, 0.49, 0.43, 0.6, 1.5, 4.0, 9.0, 15.0, 20.0]
     (f,) = [g for g in _eval_findings(_eval_run(values)) if g.evidence.get("rule") == "neighbours"]
     assert f.step_start == 200
+
+
+def test_a_later_rise_of_the_train_loss_does_not_hide_an_early_eval_spike() -> None:
+    """The train loss's reference is taken up to the spike's step, like the eval curve's:
+    a train loss that blows up later (to 150, far above the spike: 11.4 would be under a
+    tenth of the way down from it) says nothing about the early evaluation."""
+    healthy = _eval_run([0.45, 11.4, 0.49, 0.43, 0.41, 0.40])
+    evals, train = healthy.metrics["eval/loss"], healthy.metrics["train/loss"]
+    blown_up = np.where(train.steps > 400, 150.0, train.values)
+    run = make_run(
+        {"eval/loss": (evals.steps, evals.values), "train/loss": (train.steps, blown_up)}
+    )
+    (f,) = [g for g in _eval_findings(run) if g.evidence.get("rule") == "neighbours"]
+    assert (f.step_start, f.severity) == (200, Severity.WARNING)
 
 
 @pytest.mark.parametrize(

@@ -140,8 +140,9 @@ class SpikesDetector(
        from the reference level down to the neighbours, and, when the neighbours sit below
        `near_zero_fraction` of the reference, it climbs above the reference itself. The
        reference is the highest value the metric logged before it and, for an eval metric,
-       the highest 5-point median of `train/loss` (the same loss on the same model: it says
-       how high the loss started when the eval curve begins after the fast fall). A
+       the highest 5-point median of `train/loss` up to its step (the same loss on the same
+       model: it says how high the loss started when the eval curve begins after the fast
+       fall; a train loss that blows up later says nothing about the point). A
        warning, never an error: it rests on 2 neighbouring points, and it came back at the
        next. A train loss's first `min_baseline` logs of a longer log are left alone (its
        fast, noisy start); a single per-batch point is the trailing-window rule's job.

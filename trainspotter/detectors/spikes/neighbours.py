@@ -61,12 +61,14 @@ def _large(name: str, run: Run, curve: Curve, i: int, params: SpikesParams) -> b
     (a memorised or near-perfect metric, where one example moves the loss by orders of
     magnitude), it climbs above the reference itself. The reference is the highest value
     the metric logged before the point and, for an eval metric, the highest 5-point median
-    of the train loss (the same loss on the same model: it shows how high the loss started
-    when the eval curve begins after the fast fall)."""
+    of the train loss up to the point's step (the same loss on the same model: it shows
+    how high the loss started when the eval curve begins after the fast fall; what it did
+    after the point, a later blow-up say, says nothing about the point)."""
     reference = float(np.max(curve.raw[:i]))
     train = run.metrics.get(TRAIN_LOSS)
     if is_eval(name) and train is not None:
-        train_reference = loss_scale.reference_level(train.values, len(train))
+        upto = int(np.searchsorted(train.steps, int(curve.steps[i]), side="right"))
+        train_reference = loss_scale.reference_level(train.values, upto)
         if math.isfinite(train_reference):
             reference = max(reference, train_reference)
     level = float(max(curve.raw[i - 1], curve.raw[i + 1]))
@@ -113,8 +115,8 @@ def _finding(name: str, run: Run, curve: Curve, i: int, params: SpikesParams) ->
     }
     return Finding(
         detector=NAME,
-        title=f"{name} spiked at step {step} ({fmt(peak / level)}x both neighbours) and came "
-        "back at the next",
+        title=f"{name} spiked at step {step} (at least {fmt(peak / level)}x both neighbours) "
+        "and came back at the next",
         severity=Severity.WARNING,
         metric=name,
         step_start=step,
