@@ -9,7 +9,14 @@ import numpy as np
 from trainspotter.detectors import idioms, loss_scale
 from trainspotter.detectors.base import fmt
 from trainspotter.detectors.spikes.params import NAME, SpikesParams
-from trainspotter.detectors.spikes.scoring import RECENT_POINTS, Curve, Episode, is_memorised
+from trainspotter.detectors.spikes.scoring import (
+    RECENT_POINTS,
+    Curve,
+    Episode,
+    is_memorised,
+    recovery_ratio_bound,
+    recovery_sigmas,
+)
 from trainspotter.model import Evidence, Finding, Run, Severity
 from trainspotter.names import is_eval
 
@@ -60,27 +67,60 @@ def spike_finding(
     }
     points_after = int(curve.values.size - 1 - ep.end)
     evidence["points_after_episode"] = points_after
+    near = True
     if ep.recovered is None:
-        # Once the curve has memorised, an unjudged jump is as likely one hard batch.
-        memorised = is_memorised(curve, ep, params)
-        severity, recovery = (Severity.INFO if memorised else Severity.WARNING), "unknown"
+        # Once the curve has memorised, an unjudged jump is as likely one hard batch; a run
+        # of raised points the log ends on may as well be the start of a lasting shift.
+        quiet = is_memorised(curve, ep, params) or ep.by_run
+        severity, recovery = (Severity.INFO if quiet else Severity.WARNING), "unknown"
         message += (
             f"The log ends {points_after} logged point{'s' if points_after != 1 else ''} after "
             f"it, fewer than the {params.recovery_points} needed to judge recovery"
             + (f" (their median is {fmt(level_after)})." if math.isfinite(level_after) else ".")
         )
+        if ep.by_run:
+            message += " A burst and the start of a lasting shift of level look alike so far."
     elif ep.recovered:
         severity, recovery = Severity.WARNING, "yes"
         back_step = int(steps[ep.back_at]) if ep.back_at is not None else end_step
-        message += (
-            f"It came back: from step {back_step} the median of the next "
-            f"{params.recovery_points} points is {fmt(level_after)}."
+        # "Near": within sqrt(min_ratio) of the level before (half the smallest jump that
+        # counts); a noisy curve's recovery threshold can be wider, and then the message
+        # says how far above the level it stays rather than "came back".
+        near = ep.level_after - ep.baseline < 0.5 * curve.min_jump
+        relative = _relative(level_after, baseline)
+        median_after = (
+            f"from step {back_step} the median of the next {params.recovery_points} points "
+            f"is {fmt(level_after)}"
         )
-        if single and ep.back_at is not None and ep.back_at <= ep.end + 1:
+        within_noise = _back_within_noise(curve, ep, params)
+        if near:
+            message += f"It came back: {median_after} ({relative})."
+        else:
+            reason = (
+                f"within {fmt(recovery_sigmas(ep.by_run, params))} noise sigmas of it, the "
+                "recovery threshold on a curve this noisy"
+                if within_noise
+                else "below the smallest jump that counts as a spike"
+            )
+            message += (
+                f"It came down, but not to its level before: {median_after}, {relative} ({reason})."
+            )
+        if (
+            single
+            and ep.back_at is not None
+            and ep.back_at <= ep.end + 1
+            and (near or within_noise)
+        ):
             # One logged point, back at the very next one: one hard batch, the usual tail
-            # of minibatch noise, not an incident a practitioner acts on.
+            # of minibatch noise, not an incident a practitioner acts on. Not when the
+            # level after stays clearly up on a quiet curve: that jump moved the run.
             severity = Severity.INFO
-            message += " One logged point, back at the next: most likely one hard batch."
+            message += (
+                " One logged point, back at the next: most likely one hard batch."
+                if near
+                else " One logged point, the next back within the noise: most likely one "
+                "hard batch."
+            )
 
         evidence["recovered_at_step"] = back_step
     else:
@@ -88,9 +128,9 @@ def spike_finding(
         if not math.isfinite(level_after):
             message += "It did not recover: the metric is non-finite from then on."
         else:
-            message += f"It did not recover: it ends at a median of {fmt(level_after)}"
             message += (
-                f", {fmt(level_after / baseline)}x the level before." if baseline > 0 else "."
+                f"It did not recover: it ends at a median of {fmt(level_after)}, "
+                f"{_relative(level_after, baseline)}."
             )
     if short_baseline:
         # Severity follows evidence: a rough noise estimate lowers it one level.
@@ -122,8 +162,14 @@ def spike_finding(
     if eval_note:
         message += f" {eval_note}"
         evidence["eval_recovered"] = "no"
+    if near:
+        came_back = "and came back (eval/loss did not)" if eval_note else "and recovered"
+    else:
+        came_back = f"and came down to {_relative(level_after, baseline)}" + (
+            " (eval/loss did not come back)" if eval_note else ""
+        )
     outcome = {
-        "yes": "and came back (eval/loss did not)" if eval_note else "and recovered",
+        "yes": came_back,
         "no": "and did not recover",
         "unknown": "too close to the end of the log to judge recovery",
     }[recovery]
@@ -139,6 +185,22 @@ def spike_finding(
         evidence=evidence,
         fixes=spike_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
     )
+
+
+def _relative(value: float, baseline: float) -> str:
+    """`value` against the level before the spike: a ratio when that level is positive
+    ("1.6x the level before"), else the difference."""
+    if baseline > 0:
+        return f"{fmt(value / baseline)}x the level before"
+    diff = value - baseline
+    return f"{fmt(abs(diff))} {'above' if diff >= 0 else 'below'} the level before"
+
+
+def _back_within_noise(curve: Curve, ep: Episode, params: SpikesParams) -> bool:
+    """Whether the noise bound, not the ratio bound, set `scoring.recovery_threshold`: a
+    level after above sqrt(`min_ratio`) x the level before then counts as back because the
+    curve is that noisy."""
+    return recovery_sigmas(ep.by_run, params) * ep.sigma > recovery_ratio_bound(curve, ep.by_run)
 
 
 def _lr_at(run: Run, step: int) -> float | None:

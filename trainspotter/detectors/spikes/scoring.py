@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.spikes.params import SpikesParams
-from trainspotter.model import FloatArray, IntArray
+from trainspotter.model import FloatArray, IntArray, Series
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,10 @@ class Episode:
     """Index where the recovered level starts (None if it did not come back)."""
     absorbed: int = 0
     """Later flagged episodes that happened before the curve came back (one incident)."""
+    by_run: bool = False
+    """Found only by the run rule: no point reaches `z_threshold` (`flagged_points`)."""
+    sigma: float = math.nan
+    """The noise sigma of the episode's first point, in `values` units."""
 
 
 def is_memorised(curve: Curve, ep: Episode, params: SpikesParams) -> bool:
@@ -239,8 +243,9 @@ def _resolution(raw: FloatArray) -> float:
 def flagged_points(z: FloatArray, params: SpikesParams) -> npt.NDArray[np.bool_]:
     """Points that are spikes: z >= `z_threshold`, or one of at least `sustained_points`
     consecutive points that each reach `sustained_z` (z is NaN below `min_ratio`) when none
-    of them reaches `z_threshold` (a run that holds such a point is that point's episode,
-    dated from it, as before the run rule existed)."""
+    of them reaches `z_threshold`. A run that holds such a point is not flagged as a run:
+    only that point is (as before the run rule existed), so its episode is dated from that
+    point, not from the run's first point."""
     with np.errstate(invalid="ignore"):
         flagged = z >= params.z_threshold
         high = z >= params.sustained_z
@@ -262,39 +267,114 @@ def judge_episode(
     """Peak, baseline and recovery of one episode.
 
     Recovered means the curve came back, however late: some `recovery_points` consecutive
-    points after the episode have a median within the threshold of the pre-spike level
-    (`min_ratio`, and half the z threshold in baseline sigmas). `back_at` is the first
-    point of that stretch.
+    points after the episode have a median within `recovery_threshold` of the pre-spike
+    level. `back_at` is the first point of that stretch.
     """
     values = curve.values
     baseline, base_sigma = float(median[start]), float(sigma[start])
-    threshold = max(curve.min_jump, 0.5 * params.z_threshold * base_sigma)
+    peak_z = float(np.nanmax(z[start : end + 1]))
+    by_run = not peak_z >= params.z_threshold
+    raised = max(curve.min_jump, 0.5 * params.z_threshold * base_sigma)
+    threshold = recovery_threshold(curve, base_sigma, by_run, params)
     # Points are flagged where a jump is new against their own trailing window, so a
     # burst's later points (judged against a window that already holds the burst) may go
-    # unflagged: the episode lasts while the points after it stay above the recovery
-    # threshold, when the curve then comes back below it (not when it stays up to the end).
+    # unflagged: the episode lasts while the points after it stay raised (above half the
+    # single-point threshold), when the curve then comes back below that (not when it
+    # stays up to the end).
     last = end
-    while last + 1 < values.size and values[last + 1] - baseline >= threshold:
+    while last + 1 < values.size and values[last + 1] - baseline >= raised:
         last += 1
     if last + 1 < values.size:
         end = last
     peak = start + int(np.argmax(values[start : end + 1]))
     after = values[end + 1 :]
     width = min(params.recovery_points, after.size)
-    peak_z = float(np.nanmax(z[start : end + 1]))
+    episode = Episode(
+        start, end, peak, baseline, peak_z, None, math.nan, None, by_run=by_run, sigma=base_sigma
+    )
     if width >= 3:
         # Median of each run of `width` consecutive points after the episode.
         runs = stats.rolling_median(after, width)[width - 1 :]
         back = np.flatnonzero(runs - baseline < threshold)
         if back.size:
             i = int(back[0])
-            return Episode(start, end, peak, baseline, peak_z, True, float(runs[i]), end + 1 + i)
+            return dataclasses.replace(
+                episode, recovered=True, level_after=float(runs[i]), back_at=end + 1 + i
+            )
         # "Did not recover" needs a full `recovery_points` after the episode; fewer (the
         # episode is near the end of the log) leave it open.
         verdict = False if after.size >= params.recovery_points else None
-        return Episode(start, end, peak, baseline, peak_z, verdict, float(runs[-1]), None)
+        return dataclasses.replace(episode, recovered=verdict, level_after=float(runs[-1]))
     # Fewer than 3 points after the episode: recovery cannot be judged (unless the metric
     # ends non-finite: then it never came back).
     ended = False if curve.ends_nonfinite else None
     level = float(np.median(after)) if after.size else float("nan")
-    return Episode(start, end, peak, baseline, peak_z, ended, level, None)
+    return dataclasses.replace(episode, recovered=ended, level_after=level)
+
+
+def recovery_threshold(
+    curve: Curve, base_sigma: float, by_run: bool, params: SpikesParams
+) -> float:
+    """How close to the pre-spike level (in `values` units) the median after an episode
+    must come for "it came back".
+
+    A single-point spike (z >= `z_threshold`): below `min_ratio` x the level and within
+    half the z threshold in noise sigmas, max(min_jump, 0.5 x z_threshold x sigma). A run
+    (`by_run`) was flagged at `sustained_z` sigmas and `min_ratio`: coming back under that
+    flag level is no return at all (a loss that stays 1.6x up on a noisy curve is still
+    under 4 sigmas), so it must come back to half of it in both senses: within
+    sqrt(`min_ratio`) x the level (log space; linear: half the minimum jump) or
+    `sustained_z` / 2 sigmas, whichever is wider.
+    """
+    return max(recovery_ratio_bound(curve, by_run), recovery_sigmas(by_run, params) * base_sigma)
+
+
+def recovery_ratio_bound(curve: Curve, by_run: bool) -> float:
+    """The ratio bound of `recovery_threshold`, in `values` units."""
+    return 0.5 * curve.min_jump if by_run else curve.min_jump
+
+
+def recovery_sigmas(by_run: bool, params: SpikesParams) -> float:
+    """The noise bound of `recovery_threshold`, in noise sigmas."""
+    return 0.5 * params.sustained_z if by_run else 0.5 * params.z_threshold
+
+
+def is_level_shift(ep: Episode, params: SpikesParams) -> bool:
+    """A run-rule episode that is a change of level, not a burst: the curve did not come
+    back to near its old level (`recovery_threshold`), or came back only after the raised
+    points had faded for longer than `recovery_points` points (a rise that relaxes
+    slowly: a new regime the model catches up with). A burst (a bad shard of batches)
+    ends: the points right after it are back. A lasting rise is divergence's to judge."""
+    if not ep.by_run:
+        return False
+    if ep.recovered is False:
+        return True
+    return ep.back_at is not None and ep.back_at - (ep.end + 1) >= params.recovery_points
+
+
+LR_RISE = 1.1
+"""An LR logged more than this factor above the lowest LR logged just before it is a
+rise (`follows_lr_rise`): float jitter and a constant LR are not."""
+
+
+def follows_lr_rise(
+    lr: Series | None, steps: IntArray, start: int, tolerance: float = LR_RISE
+) -> bool:
+    """Whether the learning rate rose (by more than `tolerance` x) between the logged point
+    `RECENT_POINTS` before index `start` and `start` itself: a warm restart, a cycle, a
+    warmup. A loss that climbs a few sigmas for a while right after the LR went up is the
+    schedule's doing (lr_schedule names the restart), not a spike."""
+    if lr is None:
+        return False
+    x, y = stats.finite_xy(lr.steps, lr.values)
+    if x.size == 0:
+        return False
+    since = int(steps[max(0, start - RECENT_POINTS)])
+    until = int(steps[start])
+    first = max(0, int(np.searchsorted(x, since, side="right")) - 1)
+    last = int(np.searchsorted(x, until, side="right"))
+    seen = y[first:last]
+    if seen.size < 2:
+        return False
+    lowest_before = np.minimum.accumulate(seen)[:-1]
+    return bool(np.any(seen[1:] > tolerance * lowest_before))
