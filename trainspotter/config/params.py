@@ -19,16 +19,12 @@ into noise is a config error (exit 2) instead:
 - every integer is at most 1,000,000,000: no log has that many points, and larger counts
   overflow the 64-bit window lengths of numpy and pandas (`growth_windows` x window);
 - a parameter whose name contains `fraction` must be <= 1 (when its default is);
-- `min_X` <= `max_X` for such a pair in one detector, on the values after defaults, and
-  likewise a parameter declared `Annotated[float, AtMost(other, why)]` <= `other`
-  (`spikes.sustained_z` <= `spikes.z_threshold`: a run rule laxer than the single-point
-  rule it supplements);
+- `min_X` <= `max_X` for such a pair in one detector, on the values after defaults;
 - a parameter whose use needs more declares it on its own field, as
   `Annotated[float, Above(minimum, exclusive, why)]` (`detectors/base.py`): a ratio whose
   log10 is a threshold must be > 1, say. That bound replaces the generic lower bound.
 The JSON Schema carries the same bounds (`minimum`, `exclusiveMinimum`, `maximum`); the
-finiteness and the pairs (min <= max, `AtMost`) it cannot express, and says the pairs in
-the descriptions.
+finiteness and the min <= max pairs it cannot express.
 """
 
 from __future__ import annotations
@@ -47,7 +43,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from trainspotter.detectors import DETECTORS
-from trainspotter.detectors.base import Above, AtMost
+from trainspotter.detectors.base import Above
 
 # --------------------------------------------------------------------------- parameters
 
@@ -91,8 +87,6 @@ class ParamSpec:
     doc: str
     above: Above | None = None
     """The lower bound the detector's math needs, declared on the field; None for none."""
-    at_most: AtMost | None = None
-    """The other parameter this one may not exceed, declared on the field; None for none."""
 
 
 def _above(hint: Any) -> Above | None:
@@ -100,13 +94,6 @@ def _above(hint: Any) -> Above | None:
     if typing.get_origin(hint) is not typing.Annotated:
         return None
     return next((m for m in hint.__metadata__ if isinstance(m, Above)), None)
-
-
-def _at_most(hint: Any) -> AtMost | None:
-    """The `AtMost` bound in an `Annotated[...]` hint, if any."""
-    if typing.get_origin(hint) is not typing.Annotated:
-        return None
-    return next((m for m in hint.__metadata__ if isinstance(m, AtMost)), None)
 
 
 def detector_params(detector_id: str) -> list[ParamSpec]:
@@ -128,10 +115,8 @@ def detector_params(detector_id: str) -> list[ParamSpec]:
         else:
             default = None
         hint = hints.get(f.name, Any)
-        extra = annotated.get(f.name)
-        specs.append(
-            ParamSpec(f.name, hint, default, docs.get(f.name, ""), _above(extra), _at_most(extra))
-        )
+        above = _above(annotated.get(f.name))
+        specs.append(ParamSpec(f.name, hint, default, docs.get(f.name, ""), above))
     return specs
 
 
@@ -301,33 +286,20 @@ def param_ranges(detector_id: str) -> dict[str, ParamRange]:
 
 
 def param_pairs(detector_id: str) -> list[tuple[str, str]]:
-    """The (low, high) pairs of numeric parameters of a detector that must keep low <=
-    high: (`min_X`, `max_X`), and (a parameter, the one its `AtMost` names)."""
+    """The (`min_X`, `max_X`) pairs of numeric parameters of a detector: min <= max."""
     numeric = param_ranges(detector_id)
-    named = [
+    return [
         (name, "max_" + name.removeprefix("min_"))
         for name in numeric
         if name.startswith("min_") and "max_" + name.removeprefix("min_") in numeric
     ]
-    declared = [
-        (spec.name, spec.at_most.other)
-        for spec in detector_params(detector_id)
-        if spec.at_most is not None and spec.name in numeric and spec.at_most.other in numeric
-    ]
-    return named + declared
 
 
 def pair_problem(detector_id: str, values: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The first pair of `param_pairs` out of order (low > high) on the configured `values`
-    after defaults: (the configured key to blame, the low one when both are; the problem,
-    with the declared reason for an `AtMost` pair), or None."""
-    specs = detector_params(detector_id)
-    defaults = {s.name: s.default for s in specs}
-    reasons = {
-        (s.name, s.at_most.other): f" ({s.at_most.why})" for s in specs if s.at_most is not None
-    }
+    """The first `min_X` > `max_X` of a detector, on the configured `values` after
+    defaults: (the configured key to blame, `min_X` when both are; the problem), or None."""
+    defaults = {s.name: s.default for s in detector_params(detector_id)}
     for low_name, high_name in param_pairs(detector_id):
-        why = reasons.get((low_name, high_name), "")
         if low_name not in values and high_name not in values:
             continue
         low = values.get(low_name, defaults[low_name])
@@ -338,11 +310,11 @@ def pair_problem(detector_id: str, values: Mapping[str, Any]) -> tuple[str, str]
             high_text = number_text(high) + ("" if high_name in values else ", its default")
             return low_name, (
                 f"{number_text(low)} is above {high_name} ({high_text}): "
-                f"{low_name} must be <= {high_name}{why}"
+                f"{low_name} must be <= {high_name}"
             )
         return high_name, (
             f"{number_text(high)} is below {low_name} ({number_text(low)}, its default): "
-            f"{high_name} must be >= {low_name}{why}"
+            f"{high_name} must be >= {low_name}"
         )
     return None
 

@@ -75,19 +75,6 @@ class Above:
 
 
 @dataclass(frozen=True)
-class AtMost:
-    """An upper bound set by another parameter of the same detector, declared on the Params
-    field: `sustained_z: Annotated[float, AtMost("z_threshold", "...")]`. The config check
-    enforces it on the values after defaults, as it does `min_X` <= `max_X` (the error says
-    `why`), and the JSON Schema's descriptions say it."""
-
-    other: str
-    """The parameter this one may not exceed."""
-    why: str
-    """Why the bound, said in the config error."""
-
-
-@dataclass(frozen=True)
 class Reads:
     """The metrics a detector reads, as a filter on the run's canonical metric names, and
     what it says when a run has none of them."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from trainspotter.detectors.base import Above, AtMost
+from trainspotter.detectors.base import Above
 
 NAME = "spikes"
 
@@ -32,15 +32,9 @@ class SpikesParams:
     """...but at least this many points..."""
     max_window: int = 100
     """...and at most this many."""
-    sustained_z: Annotated[
-        float,
-        AtMost(
-            "z_threshold",
-            "a run rule stricter than the single-point rule never fires: each point of "
-            "its runs is already a spike on its own",
-        ),
-    ] = 4.0
-    """Consecutive points that each reach this modified z-score (and `min_ratio`)..."""
+    sustained_z: float = 4.0
+    """Consecutive points that each reach this modified z-score (and `min_ratio`)... (at or
+    above `z_threshold` the run rule adds nothing: each such point is a spike alone)"""
     sustained_points: Annotated[
         int,
         Above(
