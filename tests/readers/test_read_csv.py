@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 
@@ -208,3 +209,38 @@ def test_one_metric_going_back_is_not_a_new_run(make_file: MakeFile) -> None:
     run = read_log(make_file("log.csv", content))
     assert "appended_runs" not in run.meta
     assert run.metrics["acc"].steps.tolist() == [2, 3, 4]
+
+
+SB3_PROGRESS = Path(__file__).resolve().parents[2] / "examples/sb3_ppo_cartpole/progress.csv"
+
+
+def test_stable_baselines3_progress_csv_steps_are_environment_timesteps() -> None:
+    """SB3's CSV logger (examples/sb3_ppo.py) writes no `step` column: `time/total_timesteps`
+    (environment steps, SB3's own x-axis) is the step, not the row number, and the first
+    row, logged before any update, holds no `train/` value."""
+    with SB3_PROGRESS.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    run = read_log(SB3_PROGRESS)
+    assert run.meta["step_column"] == "time/total_timesteps"
+    assert "time/total_timesteps" not in run.metrics
+    timesteps = [int(row["time/total_timesteps"]) for row in rows]
+    assert run.metrics["rollout/ep_rew_mean"].steps.tolist() == timesteps
+    trained = [(int(r["time/total_timesteps"]), float(r["train/entropy_loss"])) for r in rows[1:]]
+    entropy = run.metrics["train/entropy_loss"]
+    assert list(zip(entropy.steps.tolist(), entropy.values.tolist(), strict=True)) == trained
+    assert run.metrics["time/iterations"].values.tolist() == list(range(1, len(rows) + 1))
+    assert not any("row number" in note for note in run.notes())
+
+
+def test_stable_baselines3_progress_json_uses_the_same_step(make_file: MakeFile) -> None:
+    """SB3's JSON logger writes the same keys, one object per line."""
+    path = make_file(
+        "progress.json",
+        '{"time/iterations": 1, "time/total_timesteps": 256, "rollout/ep_rew_mean": 22.3}\n'
+        '{"time/iterations": 2, "time/total_timesteps": 512, "rollout/ep_rew_mean": 27.0, '
+        '"train/entropy_loss": -0.691}\n',
+    )
+    run = read_log(path)
+    assert run.meta["step_column"] == "time/total_timesteps"
+    assert run.metrics["train/entropy_loss"].steps.tolist() == [512]
+    assert run.metrics["rollout/ep_rew_mean"].steps.tolist() == [256, 512]

@@ -21,7 +21,10 @@ is a skipped cell, counted per metric; a column where non-numbers outnumber numb
 (a run name, a date) and is ignored with a note.
 
 Step column rule: the column named (case-insensitively) `step`, else `global_step`,
-`trainer/global_step`, `train/global_step`, `_step`, `iteration`, `iter`, in that order.
+`trainer/global_step`, `train/global_step`, `_step`, `time/total_timesteps`, `iteration`,
+`iter`, in that order. `time/total_timesteps` is Stable-Baselines3's x-axis (environment
+steps so far; its TensorBoard writer uses it as the step): its `progress.csv` and
+`progress.json` have no other step column, and `time/iterations` counts rollouts.
 Without one, an `epoch` column is the step (Keras' CSVLogger, hand-written epoch tables)
 and is then not also a metric. Without either, or when the chosen column holds fractional
 or non-finite values, the row number is the step, with a note (a fractional `epoch` then
@@ -55,6 +58,7 @@ STEP_COLUMN_NAMES = (
     "trainer/global_step",
     "train/global_step",
     "_step",
+    "time/total_timesteps",
     "iteration",
     "iter",
 )

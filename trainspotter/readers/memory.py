@@ -5,8 +5,8 @@ Not a file format (no registry entry): the same rules as the file readers, throu
 same code (`_tabular`), so a table gives the Run its CSV or JSON Lines file would give:
 names go through the config's aliases and `names.normalize` (`loss` -> `train/loss`), the
 step is the step column rule's (`step`, `global_step`, `trainer/global_step`, `_step`,
-`iteration`, `iter`, then `epoch`), duplicate steps keep the value given last, exact
-repeats collapse.
+`time/total_timesteps`, `iteration`, `iter`, then `epoch`), duplicate steps keep the value
+given last, exact repeats collapse.
 
 Cells:
 - records follow the JSON cell rules: a missing key or None is "not logged"; a float NaN
