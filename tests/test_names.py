@@ -12,6 +12,7 @@ from trainspotter.names import (
     is_loss_like,
     markdown_table,
     normalize,
+    rl_losses,
 )
 
 SPELLINGS = {
@@ -116,3 +117,53 @@ def test_the_documented_table_is_the_code() -> None:
 )
 def test_a_gans_player_losses_are_recognised(logged: list[str], players: set[str]) -> None:
     assert adversarial_losses(logged) == players
+
+
+@pytest.mark.parametrize(
+    ("logged", "moving"),
+    [
+        # Stable-Baselines3 PPO: the total and the three terms; approx_kl, clip_fraction and
+        # explained_variance are no losses, and nothing judges them for a rise.
+        (
+            [
+                "rollout/ep_rew_mean",
+                "train/loss",
+                "train/entropy_loss",
+                "train/value_loss",
+                "train/policy_gradient_loss",
+                "train/approx_kl",
+                "train/clip_fraction",
+                "train/explained_variance",
+            ],
+            {"train/loss", "train/entropy_loss", "train/value_loss", "train/policy_gradient_loss"},
+        ),
+        # SB3 SAC: the actor's, the critics' and the entropy coefficient's losses.
+        (
+            ["rollout/ep_rew_mean", "train/actor_loss", "train/critic_loss", "train/ent_coef_loss"],
+            {"train/actor_loss", "train/critic_loss", "train/ent_coef_loss"},
+        ),
+        # RLlib, CleanRL and Spinning Up spellings; a world model's terms still ought to fall.
+        (
+            ["episode_reward_mean", "vf_loss", "policy_loss", "entropy", "model_loss"],
+            {"vf_loss", "policy_loss"},
+        ),
+        (
+            ["charts/episodic_return", "losses/pg_loss", "losses/qf1_loss"],
+            {"losses/pg_loss", "losses/qf1_loss"},
+        ),
+        (["AverageEpRet", "LossPi", "LossV", "reward_loss"], {"LossPi", "LossV"}),
+        # TRL's PPO: a reward beside a policy loss, no episode metric.
+        (
+            ["objective/rlhf_reward", "loss/policy_avg", "loss/value_avg"],
+            {"loss/policy_avg", "loss/value_avg"},
+        ),
+        # No RL marks: a supervised value_loss, DPO's rewards beside its loss, an entropy
+        # loss alone; an eval loss is never included.
+        (["train/loss", "value_loss", "entropy_loss"], set()),
+        (["loss", "rewards/chosen", "rewards/margins"], set()),
+        (["train/entropy_loss"], set()),
+        (["rollout/ep_rew_mean", "train/loss", "eval/loss"], {"train/loss"}),
+    ],
+)
+def test_an_rl_updates_losses_are_recognised(logged: list[str], moving: set[str]) -> None:
+    assert rl_losses(logged) == moving

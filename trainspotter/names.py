@@ -273,6 +273,63 @@ def adversarial_losses(metrics: Iterable[str]) -> frozenset[str]:
     )
 
 
+# Reinforcement learning: the marks of a run that acts in an environment, and the words of
+# its policy-optimisation terms (PPO/A2C/SAC/DQN as SB3, RLlib, CleanRL, Spinning Up and TRL
+# name them).
+_RL_ROLLOUT = frozenset({"rollout", "rollouts"})
+_RL_EPISODE = frozenset({"ep", "episode", "episodes", "episodic"})
+_RL_OUTCOME = frozenset({"rew", "reward", "rewards", "ret", "return", "returns", "len", "length"})
+_RL_REWARD = frozenset({"rew", "reward", "rewards", "return", "returns"})
+_RL_POLICY = frozenset({"policy", "pg", "actor", "pi", "surrogate"})
+_RL_VALUE = frozenset({"value", "vf", "critic", "q", "qf", "v", "td"})
+_RL_ENTROPY = frozenset({"entropy", "ent"})
+_RL_TERM = _RL_POLICY | _RL_VALUE | _RL_ENTROPY | {"kl", "approxkl"}
+_TOTAL_WORDS = frozenset({"train", "training", "loss", "total", "mean", "avg"})
+
+
+def rl_losses(metrics: Iterable[str]) -> frozenset[str]:
+    """The train-side losses of a reinforcement-learning update, which need not fall: the
+    data are the agent's own rollouts, so the targets move as it learns. An entropy loss
+    (minus the policy's entropy, as SB3 logs it) rises towards 0 as the policy sharpens; a
+    value or Q loss grows with the returns it must predict and jumps when a rollout brings
+    returns it has not seen; a policy-gradient surrogate is measured on fresh data at each
+    update and sits near 0; a KL penalty grows as the policy moves away from its reference.
+
+    A run is reinforcement learning when it logs an episode outcome of an environment
+    (`rollout/...`, or a name with an episode word, `ep`/`episode`/`episodic`, and a reward,
+    return or length word: `rollout/ep_rew_mean`, `episode_reward_mean`,
+    `charts/episodic_return`, `AverageEpRet`), or a reward or return together with a
+    policy, value or entropy loss (TRL's PPO: `objective/rlhf_reward` beside
+    `loss/policy_avg`); a `rewards/chosen` of preference tuning (DPO) alone is not one. Its
+    RL losses are then the non-eval losses that name a policy term (`policy`, `pg`,
+    `actor`, `pi`, `surrogate`), a value term (`value`, `vf`, `critic`, `q`, `qf`, `v`,
+    `td`), an entropy term (`entropy`, `ent`) or a KL term, and the run's total loss
+    (`train/loss` and its spellings, `total_loss`): SB3's `loss` is the policy, value and
+    entropy terms summed, DQN's the TD error. Other losses of an RL run (a world model's
+    reconstruction, a reward predictor's `reward_loss`, behaviour cloning) still ought to
+    fall and are not included. Metrics that are not losses (`approx_kl`, `clip_fraction`,
+    `explained_variance`, `entropy`) are never judged for a rise, so they need no place here.
+    """
+    names = list(metrics)
+    words = {name: _stems(name) for name in names}
+    losses = [n for n in names if is_loss_like(n) and not is_eval(n)]
+    policy_terms = [n for n in losses if words[n] & (_RL_POLICY | _RL_VALUE | _RL_ENTROPY)]
+    acts = any(w & _RL_ROLLOUT or (w & _RL_EPISODE and w & _RL_OUTCOME) for w in words.values())
+    rewarded = bool(policy_terms) and any(
+        words[n] & _RL_REWARD for n in names if n not in policy_terms
+    )
+    if not (acts or rewarded):
+        return frozenset()
+    return frozenset(
+        n for n in losses if words[n] & _RL_TERM or n == TRAIN_LOSS or words[n] <= _TOTAL_WORDS
+    )
+
+
+def _stems(name: str) -> set[str]:
+    """A name's words with a trailing index dropped (`qf1` -> `qf`)."""
+    return {word.rstrip("0123456789") or word for word in name_words(name)}
+
+
 def _supervised(words: set[str]) -> bool:
     return any(
         word in _SUPERVISED_TERM or word.rstrip("0123456789") in _SUPERVISED_TERM for word in words

@@ -35,7 +35,7 @@ from trainspotter.detectors.divergence.rise import (
     transient_rises,
 )
 from trainspotter.model import Finding, FloatArray, Run, Series, Severity
-from trainspotter.names import EVAL_LOSS, adversarial_losses, is_eval, is_loss_like
+from trainspotter.names import EVAL_LOSS, adversarial_losses, is_eval, is_loss_like, rl_losses
 
 __all__ = ["DETECTOR", "NAME", "DivergenceDetector", "DivergenceParams"]
 
@@ -185,8 +185,13 @@ class DivergenceDetector(
     **False-positive modes.** A deliberate rise: a curriculum or data-mixture change that
     makes later batches harder; a run that ends in the middle of a warm-restart cycle whose
     loss has not yet come down (the falling-second-half guard covers the common case);
-    reinforcement-learning losses, which need not decrease (a GAN's are recognised by
-    `names.adversarial_losses` and get no rise verdict, only the non-finite check); a loss
+    adversarial and reinforcement-learning losses, which need not decrease (a GAN's player
+    losses, `names.adversarial_losses`, and an RL update's policy, value, entropy and total
+    losses in a run that logs episode outcomes, `names.rl_losses`, get no rise verdict, only
+    the non-finite check: SB3's `entropy_loss` is minus the policy's entropy and rises
+    towards 0 as the policy sharpens; an RL run that logs no rollout or episode metric and
+    no reward beside a policy, value or entropy loss, or a loss of an RL run named for no
+    such term, is judged like any other); a loss
     logged as a cumulative or running average over something that grows. Non-finite values
     that a logger writes for "not computed at this step" (instead of leaving the cell
     empty) look like NaNs: for a loss always; for another metric only when some of its
@@ -218,7 +223,10 @@ class DivergenceDetector(
     `examples/healthy/trainer_state.json`, and on the GAN of
     `examples/lightning_gan_healthy/` whose d_loss rises from 0.84 to 1.32 (medians of steps
     80-159 and 1920-1999) while its generator learns; its twin `examples/lightning_gan_nan/`
-    (d_loss +Inf from step 103) is an error.
+    (d_loss +Inf from step 103) is an error. Silent on the PPO run
+    `examples/sb3_ppo_cartpole/progress.csv`, whose train/entropy_loss rises from -0.6407 to
+    -0.4523 (medians of steps 512-2816 and 47872-50176) while rollout/ep_rew_mean goes from
+    33.82 to 363.5 (medians of steps 256-2560 and 47872-50176).
     """
 
     def detect(self, run: Run, params: DivergenceParams) -> list[Finding]:
@@ -250,7 +258,8 @@ class DivergenceDetector(
         findings.extend(metric_finding(run, stretches) for stretches in own_stretches)
         has_train_loss = any(is_loss_like(n) and not is_eval(n) for n in run.metrics)
         drifts: dict[str, Finding] = {}
-        players = adversarial_losses(run.metrics)  # a GAN's losses need not fall
+        # A GAN's player losses and an RL update's losses need not fall.
+        players = adversarial_losses(run.metrics) | rl_losses(run.metrics)
         for name, series in run.metrics.items():
             if not is_loss_like(name) or (is_eval(name) and has_train_loss) or name in players:
                 continue

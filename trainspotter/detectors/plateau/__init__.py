@@ -31,6 +31,7 @@ from trainspotter.names import (
     adversarial_losses,
     is_eval,
     is_loss_like,
+    rl_losses,
 )
 
 __all__ = ["DETECTOR", "NAME", "PlateauDetector", "PlateauParams"]
@@ -192,7 +193,8 @@ class PlateauDetector(
 
     **False-positive modes.** A loss that is never negative in the log but is a surrogate
     not meant to fall (a PPO objective that stays positive) can still be called not
-    learning; one that dips below 0 is left alone, so a real loss that went negative by a
+    learning when the run is not recognised as reinforcement learning (below); one that
+    dips below 0 is left alone, so a real loss that went negative by a
     bug is not judged here (divergence and spikes still see it). A pretrained model
     fine-tuned on easy data converges within the first part of the run and then stays
     flat well above zero: "stalled" by this
@@ -232,7 +234,14 @@ class PlateauDetector(
     their fall-then-freeze collapse is judged: a GAN whose generator never learns is not
     called not learning here (`examples/lightning_gan_healthy/`: d_loss 1.437 at step 0
     and 1.335 at step 1999 while the generator learns the data, the healthy case this
-    keeps silent).
+    keeps silent). An RL update's losses (`names.rl_losses`: the policy, value, entropy
+    and total losses of a run that logs episode outcomes) get the same treatment: their
+    targets are the agent's own rollouts, so a value loss that stops falling, or an
+    entropy loss that rises, is no sign of a run that stopped learning
+    (`examples/sb3_ppo_cartpole/progress.csv`: train/loss was "nearly flat since step
+    24832" (info) while rollout/ep_rew_mean went from 33.82 to 363.5, medians of steps
+    256-2560 and 47872-50176). An RL run that logs no rollout or episode metric and no
+    reward beside a policy, value or entropy loss is judged like any other.
 
     **Example.** `examples/plateau/trainer_state.json`: a warning from step 100, where a
     step schedule meant for a longer run dropped the LR to ~0 (the lr_schedule finding at
@@ -259,7 +268,7 @@ class PlateauDetector(
         """At most one finding per watched loss: the run's flat tail, judged."""
         findings: list[Finding] = []
         watched = _watched_losses(run)
-        players = adversarial_losses(run.metrics)
+        players = adversarial_losses(run.metrics) | rl_losses(run.metrics)
         for name in [*watched, *(m for m in sorted(run.metrics) if m not in watched)]:
             eval_metric = is_quality_metric(name)
             if name not in watched and not eval_metric and not stuck.is_train_rate(name):
@@ -271,7 +280,7 @@ class PlateauDetector(
                 and name in players
                 and "frozen_since_step" not in judged.evidence
             ):
-                judged = None  # a GAN player's loss need not fall; a collapse is still one
+                judged = None  # a GAN's or RL loss need not fall; a collapse is still one
             if judged is not None and "frozen_since_step" in judged.evidence:
                 # Fell, then froze (exactly or nearly): a collapse says more than "stuck".
                 findings.append(judged)

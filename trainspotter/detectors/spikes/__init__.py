@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
-from trainspotter.detectors.base import Detector, Reads
+from trainspotter.detectors.base import Abstain, Detector, Reads, Scope, scope_or_abstain
 from trainspotter.detectors.spikes.message import spike_finding
 from trainspotter.detectors.spikes.neighbours import neighbour_spikes, unjudged_points
 from trainspotter.detectors.spikes.params import NAME, SpikesParams
@@ -33,7 +33,7 @@ from trainspotter.detectors.spikes.scoring import (
     worth_showing,
 )
 from trainspotter.model import Finding, Run, Series
-from trainspotter.names import LR, is_loss_like
+from trainspotter.names import LR, is_loss_like, rl_losses
 
 __all__ = ["DETECTOR", "NAME", "SpikesDetector", "SpikesParams", "startup_points"]
 
@@ -62,6 +62,11 @@ class SpikesDetector(
     A point too early for a noise baseline (an eval loss 25x its neighbours at its second
     evaluation, back at the third) is a spike when it is an order of magnitude above both
     neighbours: a warning that says it rests on 2 neighbouring points.
+
+    A reinforcement-learning update's losses (`names.rl_losses`: the policy, value,
+    entropy and total losses of a run that logs episode outcomes) are not checked: their
+    targets are the agent's own rollouts, so a value loss jumps whenever a rollout brings
+    returns the value head did not predict, and comes back; lowering the LR is not the fix.
 
     **Algorithm.** Per loss-like metric (`names.is_loss_like`), on its finite points:
 
@@ -220,10 +225,15 @@ class SpikesDetector(
     lift the loss by more than half for a while (the lr_schedule detector names the
     restart, and the two are linked); a change of data mixture or curriculum stage; a
     loss logged as a running average that resets at epoch starts. Very heavy-tailed
-    per-batch losses (batch size 1, reinforcement learning, adversarial losses): a batch
-    whose loss is 1.5-2x the others is real but may be harmless; such a run shows several
-    recovered spikes. Misses by design: a spike smaller than a tenth of the progress made
-    (a run that trains to 0.01 and jumps to 0.05 is not reported), and a memorised run's
+    per-batch losses (batch size 1, adversarial losses, an RL loss that `names.rl_losses`
+    does not recognise: a run with no rollout or episode metric and no reward beside a
+    policy, value or entropy loss, or a loss named for no such term): a batch whose loss
+    is 1.5-2x the others is real but may be harmless; such a run shows several recovered
+    spikes. Misses by design for RL: a
+    value or total loss that jumps because the update went wrong (the NaN checks of
+    divergence still see one that blows up). Misses by design: a spike smaller than a
+    tenth of the progress made (a run that trains to 0.01 and jumps to 0.05 is not
+    reported), and a memorised run's
     one-log jumps, even when a real bad batch caused them; a one-point jump of any size
     that is back at the next logged point is only info, even when it was a real bad batch
     (a corrupted sample shows that way only when logged per step); a total-loss incident in a run
@@ -272,16 +282,26 @@ class SpikesDetector(
     steps 300-304, five mislabelled batches, each a few noise sigmas up (none alone at
     z 8) on a batch-16 loss; from step 309 the loss is back within 2 noise sigmas but
     still 9.3x its level before (median of 5), which the finding says. Silent on
-    `examples/healthy/trainer_state.json`.
+    `examples/healthy/trainer_state.json`, and on the PPO run
+    `examples/sb3_ppo_cartpole/progress.csv`, whose train/value_loss is 286.2 at step
+    39936 and 0.5658 at step 40192, the next update (train/loss with it).
     """
+
+    def scope(self, run: Run, params: SpikesParams) -> Scope | Abstain:
+        """The losses `detect` reads (an RL update's losses left out), or why there are none."""
+        losses = [n for n in run.metrics if is_loss_like(n)]
+        moving_targets = rl_losses(run.metrics)
+        missing = "only reinforcement-learning losses" if losses else "no loss metric"
+        return scope_or_abstain((n for n in losses if n not in moving_targets), missing)
 
     def detect(self, run: Run, params: SpikesParams) -> list[Finding]:
         """One finding per spike episode in every loss-like metric; the terms of a total
         loss are folded into the total's findings."""
+        moving_targets = rl_losses(run.metrics)  # an RL loss jumps with its rollouts
         per_metric = {
             name: _detect_metric(name, series, run, params)
             for name, series in run.metrics.items()
-            if is_loss_like(name)
+            if is_loss_like(name) and name not in moving_targets
         }
         total = loss_scale.total_loss(run)
         if total is None:
