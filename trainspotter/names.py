@@ -291,8 +291,8 @@ def rl_losses(metrics: Iterable[str]) -> frozenset[str]:
     """The train-side losses of a reinforcement-learning update, which need not fall: the
     data are the agent's own rollouts, so the targets move as it learns. An entropy loss
     (minus the policy's entropy, as SB3 logs it) rises towards 0 as the policy sharpens; a
-    value or Q loss grows with the returns it must predict and jumps when a rollout brings
-    returns it has not seen; a policy-gradient surrogate is measured on fresh data at each
+    value or Q loss grows as the returns it must predict grow, and jumps when a rollout
+    brings returns it has not seen; a policy-gradient surrogate is measured on fresh data at each
     update and sits near 0; a KL penalty grows as the policy moves away from its reference.
 
     A run is reinforcement learning when it logs an episode outcome of an environment
