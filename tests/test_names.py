@@ -9,6 +9,7 @@ import pytest
 from trainspotter.names import (
     NOT_MAPPED,
     adversarial_losses,
+    is_eval,
     is_loss_like,
     markdown_table,
     normalize,
@@ -25,7 +26,13 @@ SPELLINGS = {
         "Loss",
     ],
     "eval/loss": ["val_loss", "validation_loss", "eval_loss", "valid/loss", "eval/loss"],
-    "lr": ["learning_rate", "lr-Adam", "lr-AdamW/pg1", "train/lr", "lr-SGD"],
+    "lr": [
+        "learning_rate",
+        "lr-Adam",
+        "lr-AdamW/pg1",
+        "train/lr",
+        "lr-SGD",
+    ],
     "grad_norm": ["grad_norm", "gradient_norm", "train/grad_norm", "total_norm"],
     "step_time": ["step_time", "time/step"],
     "throughput": ["train_samples_per_second", "samples_per_second"],
@@ -54,6 +61,70 @@ def test_user_aliases_win() -> None:
 def test_loss_like_excludes_loss_scale() -> None:
     assert is_loss_like("train/loss") and is_loss_like("train_disc_loss")
     assert not is_loss_like("loss_scale") and not is_loss_like("optimizer/loss_scale")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # A count or size of what the loss covers: a number-of word, or a count noun as head.
+        "num_loss_tokens",  # an SFT loop's target tokens per batch (examples/sft_nll_counts)
+        "loss_tokens",
+        "n_loss_samples",
+        "nll_loss_tokens",
+        "num_nll_tokens",
+        "loss_count",
+        "loss_batch_size",
+        "numel_loss",
+        # Not a loss at all.
+        "policy_entropy",
+        "entropy",
+        "ppl",
+        "eval/perplexity",
+        "num_tokens",
+    ],
+)
+def test_counts_and_non_losses_are_not_loss_like(name: str) -> None:
+    assert not is_loss_like(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # A loss of, or per, a count noun stays a loss.
+        "loss_per_token",
+        "nll_per_n_tokens",
+        "token_loss",
+        "tokens_loss",
+        "count_loss",
+        "seq_len_loss",
+        "masked_lm_loss",
+        # Negative log-likelihoods and cross-entropies, by whole word.
+        "train_mean_nll",
+        "test/nll",
+        "nll_loss",
+        "val_categorical_crossentropy",
+        "train/cross_entropy",
+        "xent",
+        "val_ce",
+        "bce",
+        # Unchanged: plain losses.
+        "loss",
+        "lossD",
+        "trainloss",
+        "loss_G_L1",
+        "train_loss_step",
+    ],
+)
+def test_losses_by_name_are_loss_like(name: str) -> None:
+    assert is_loss_like(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "evaluation"),
+    [("train_mean_nll", False), ("test/nll", True), ("val_nll", True), ("eval/xent", True)],
+)
+def test_an_nll_takes_its_side_from_the_name(name: str, evaluation: bool) -> None:
+    assert is_loss_like(name) and is_eval(name) == evaluation
 
 
 COMMON_SPELLINGS = {

@@ -3,7 +3,9 @@
 Detectors look metrics up by canonical name only (`train/loss`, `eval/loss`, `lr`,
 `grad_norm`, `step_time`, `throughput`, `epoch`), so a reader never has to know a detector.
 Names that match no rule pass through unchanged (`eval/bleu` stays `eval/bleu`), so custom
-metrics still reach the detectors that look at every loss-like or eval metric.
+metrics still reach the detectors that look at every loss-like or eval metric
+(`is_loss_like`: a name that says loss, nll or cross-entropy, and is not a count of what
+the loss covers, `num_loss_tokens`).
 
 This module does not read files; readers call `normalize` on each column or tag name.
 """
@@ -177,15 +179,58 @@ def normalize(name: str, aliases: Mapping[str, str] | None = None) -> str:
     return stripped
 
 
+# Whole words that name a loss besides "loss" itself: a negative log-likelihood and the
+# cross-entropies (Keras's `categorical_crossentropy`, `bce`, `ce`, `xent`).
+_LOSS_WORDS = frozenset({"nll", "xent", "crossentropy", "bce", "ce"})
+# Words that only ever mean "the number of": a name holding one counts something.
+_NUMBER_OF = frozenset({"num", "n", "nb", "number", "numel", "cnt"})
+# Nouns that make the name a count or a size when one of them, not the loss word, is the
+# name's head (its last noun: `num_loss_tokens`, `loss_tokens` count tokens, while
+# `token_loss` is a loss): plural units and size words.
+_COUNT_NOUNS = frozenset(
+    {"count", "counts", "size", "len", "length", "tokens", "toks", "samples", "examples"}
+    | {"items", "elements", "elems", "sequences", "seqs", "words", "chars", "characters"}
+    | {"pixels", "frames", "images", "sentences", "batches"}
+)
+
+
 def is_loss_like(name: str) -> bool:
     """True for the canonical losses and for any other metric whose name says loss.
 
-    `loss_scale` (fp16 loss scalers, DeepSpeed) says loss but is a multiplier, not a loss.
+    A name says loss when it contains `loss`, or holds `nll` (a negative log-likelihood),
+    `cross_entropy`/`crossentropy`, `xent`, `bce` or `ce` as a whole word (`name_words`):
+    `train_mean_nll`, `test/nll`, `val_categorical_crossentropy`. Not a loss:
+    - `loss_scale` (fp16 loss scalers, DeepSpeed): a multiplier;
+    - a count or size of what the loss covers, judged by whole words before any `per`
+      (after it comes what the loss is divided by: `loss_per_token`, `nll_per_n_tokens`
+      are losses): a name with a number-of word (`num`, `n`, `nb`, `number`, `numel`,
+      `cnt`: `num_loss_tokens`, `n_loss_samples`), or whose last noun is a count or size
+      noun rather than the loss word (`loss_tokens`, `loss_count`, `loss_batch_size`;
+      but `token_loss`, `tokens_loss`, `count_loss`, `seq_len_loss` are losses of those
+      things). A count varies with the batch and is never optimised: judged as a loss
+      it is "not learning".
+    Perplexity (`ppl`, `perplexity`) is not loss-like: it is exp(loss), with a floor at 1
+    and every change of the loss magnified exponentially; detectors that judge eval
+    quality metrics still see it as lower-is-better (`eval_noise.higher_is_better`).
     """
-    lowered = name.lower()
     if name in (TRAIN_LOSS, EVAL_LOSS):
         return True
-    return "loss" in lowered and "scale" not in lowered
+    lowered = name.lower()
+    if "scale" in lowered:
+        return False
+    words = name_words(name)
+    if "per" in words:
+        words = words[: words.index("per")]
+    if not ("loss" in lowered or _LOSS_WORDS.intersection(words) or _says_cross_entropy(words)):
+        return False
+    if _NUMBER_OF.intersection(words):
+        return False
+    heads = [w for w in words if w in _COUNT_NOUNS or "loss" in w or w in _LOSS_WORDS]
+    return not heads or heads[-1] not in _COUNT_NOUNS
+
+
+def _says_cross_entropy(words: list[str]) -> bool:
+    return any(a == "cross" and b == "entropy" for a, b in pairwise(words))
 
 
 def is_eval(name: str) -> bool:
