@@ -11,6 +11,7 @@ from trainspotter.names import (
     adversarial_losses,
     is_eval,
     is_loss_like,
+    is_param_group_lr,
     markdown_table,
     normalize,
     rl_losses,
@@ -32,6 +33,12 @@ SPELLINGS = {
         "lr-AdamW/pg1",
         "train/lr",
         "lr-SGD",
+        # One LR per parameter group: ultralytics (YOLO) results.csv, and the same with _ or -.
+        "lr/pg0",
+        "lr/pg1",
+        "lr/pg2",
+        "lr_pg0",
+        "lr-pg1",
     ],
     "grad_norm": ["grad_norm", "gradient_norm", "train/grad_norm", "total_norm"],
     "step_time": ["step_time", "time/step"],
@@ -125,6 +132,23 @@ def test_losses_by_name_are_loss_like(name: str) -> None:
 )
 def test_an_nll_takes_its_side_from_the_name(name: str, evaluation: bool) -> None:
     assert is_loss_like(name) and is_eval(name) == evaluation
+
+
+@pytest.mark.parametrize(
+    ("name", "group"),
+    [
+        ("lr/pg0", True),
+        ("lr_pg1", True),
+        ("lr-pg2", True),
+        ("lr-AdamW/pg1", True),
+        ("lr-Adam", False),
+        ("lr", False),
+        ("learning_rate", False),
+        ("lr-Adam-momentum", False),
+    ],
+)
+def test_parameter_group_lrs_are_recognised(name: str, group: bool) -> None:
+    assert is_param_group_lr(name) == group
 
 
 COMMON_SPELLINGS = {

@@ -5,7 +5,9 @@ Detectors look metrics up by canonical name only (`train/loss`, `eval/loss`, `lr
 Names that match no rule pass through unchanged (`eval/bleu` stays `eval/bleu`), so custom
 metrics still reach the detectors that look at every loss-like or eval metric
 (`is_loss_like`: a name that says loss, nll or cross-entropy, and is not a count of what
-the loss covers, `num_loss_tokens`).
+the loss covers, `num_loss_tokens`). Several columns may map to one canonical name (one LR
+per optimizer parameter group: `lr/pg0`, `lr/pg1`); the readers then read the first as
+it and keep the others under their own names.
 
 This module does not read files; readers call `normalize` on each column or tag name.
 """
@@ -160,6 +162,8 @@ _EXACT: dict[str, str] = {
 
 # Lightning's LearningRateMonitor writes `lr-<Optimizer>` and `lr-<Optimizer>/pg<N>`.
 _LIGHTNING_LR = re.compile(r"^lr-[a-z0-9_]+(?:/pg\d+)?$")
+# One LR per optimizer parameter group: ultralytics (YOLO) writes `lr/pg0`, `lr/pg1`, ...
+_PARAM_GROUP_LR = re.compile(r"^lr[/_-]pg\d+$")
 
 
 def normalize(name: str, aliases: Mapping[str, str] | None = None) -> str:
@@ -174,9 +178,17 @@ def normalize(name: str, aliases: Mapping[str, str] | None = None) -> str:
     key = stripped.lower()
     if key in _EXACT:
         return _EXACT[key]
-    if _LIGHTNING_LR.match(key):
+    if _LIGHTNING_LR.match(key) or _PARAM_GROUP_LR.match(key):
         return LR
     return stripped
+
+
+def is_param_group_lr(name: str) -> bool:
+    """True for the LR of one optimizer parameter group (`lr/pg1`, `lr_pg0`, `lr-pg2`,
+    Lightning's `lr-AdamW/pg1`). A log with several groups has several such columns; the
+    readers read the first in the log as `lr` and keep the others under their own names."""
+    key = name.strip().lower()
+    return bool(_PARAM_GROUP_LR.match(key)) or (bool(_LIGHTNING_LR.match(key)) and "/pg" in key)
 
 
 # Whole words that name a loss besides "loss" itself: a negative log-likelihood and the
@@ -385,7 +397,13 @@ def markdown_table() -> str:
     """The spellings table of docs/metric-names.md (generated from this module)."""
     lines = ["| canonical name | spellings recognised (case-insensitive) |", "| --- | --- |"]
     for canonical, spellings in _SPELLINGS.items():
-        extra = ", `lr-<Optimizer>`, `lr-<Optimizer>/pg<N>` (Lightning)" if canonical == LR else ""
+        extra = (
+            ", `lr-<Optimizer>`, `lr-<Optimizer>/pg<N>` (Lightning), `lr/pg<N>`, `lr_pg<N>`, "
+            "`lr-pg<N>` (one per parameter group: ultralytics writes `lr/pg0`...; the first "
+            "in the log is read as `lr`)"
+            if canonical == LR
+            else ""
+        )
         lines.append(f"| `{canonical}` | " + ", ".join(f"`{x}`" for x in spellings) + extra + " |")
     lines += ["", "| not mapped | why |", "| --- | --- |"]
     lines += [f"| `{name}` | {why} |" for name, why in NOT_MAPPED.items()]

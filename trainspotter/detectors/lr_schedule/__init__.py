@@ -103,6 +103,14 @@ class LrScheduleDetector(
     Minimum sample: `min_points` = 5 logged LR values; the instability check needs 5 loss
     points; case 6 needs 3 logged points of the climb.
 
+    Which LR: the run's `lr` metric. A log with one LR per optimizer parameter group
+    (`names.is_param_group_lr`: ultralytics' `lr/pg0`, `lr/pg1`, `lr/pg2`, Lightning's
+    `lr-AdamW/pg1`, `lr-AdamW/pg2`) has its first group in the log read as `lr`, and only
+    that one is judged; the others keep their own names (a reader note says so). Groups
+    usually share one schedule at different scales (a body and a head), so judging each
+    would repeat one finding per group. A group whose schedule differs from the first's
+    is not judged (see the false-positive modes).
+
     **Defaults and why.** 3x is beyond any smooth schedule's change per logged interval except
     a warmup's first steps (which are excluded) and the last steps of a decay to 0 (below
     1% of the peak, excluded); a step schedule's drop is flat on both sides. 25%/40% trough
@@ -121,7 +129,12 @@ class LrScheduleDetector(
     which it is); early loss bumps of a run without warmup that have another cause (a bad
     first batch; a data order whose first batches are easy). Case 5 on a log without the
     planned length cannot tell a warmup longer than the run from a run stopped early: the
-    message says so.
+    message says so. Parameter groups: only the first group's LR is judged, so a bug in
+    another group's schedule alone is missed, and a first group with its own warmup is
+    judged as the run's: older ultralytics versions built the optimizer on the biases
+    first (`lr/pg0`), whose LR falls from `warmup_bias_lr` (0.1) while the weights' rises
+    from 0, a schedule with no warmup (case 1 still needs an unstable `train/loss`, which
+    YOLO logs do not name; 8.4 puts the biases last, `lr/pg2`).
 
     **Example.** `examples/divergence/trainer_state.json`: a warning at step 300, where a
     resume bug multiplied the LR by 100 (case 2, a jump up that stays). Also
@@ -129,7 +142,9 @@ class LrScheduleDetector(
     `examples/plateau/trainer_state.json` (case 4, from step 100),
     `examples/cosine_too_short/trainer_state.json` (case 6, from step 451); info on
     `examples/sgdr_healthy/trainer_state.json` (warm restarts recognised). Silent on
-    `examples/healthy/trainer_state.json`.
+    `examples/healthy/trainer_state.json`. Parameter groups:
+    `examples/lightning_param_group_lr/` (`lr-Adam/pg1` judged, case 4 from step 149) and
+    `examples/yolo_param_groups/results.csv` (a real YOLO run, `lr/pg0` judged: silent).
     """
 
     def detect(self, run: Run, params: LrScheduleParams) -> list[Finding]:
