@@ -22,7 +22,7 @@ optimizer held at the end of each epoch (a callback), never read back from the C
 Environment: a venv with ultralytics (it brings torch, torchvision and opencv)::
 
     python3 -m venv /tmp/examples-yolo
-    /tmp/examples-yolo/bin/pip install ultralytics==8.4.190
+    /tmp/examples-yolo/bin/pip install -r examples/yolo_requirements.txt
     YOLO_OFFLINE=1 /tmp/examples-yolo/bin/python examples/yolo_param_groups.py    # ~1 min
 """
 
