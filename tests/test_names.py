@@ -12,6 +12,7 @@ from trainspotter.names import (
     is_eval,
     is_loss_like,
     is_param_group_lr,
+    is_rate,
     markdown_table,
     normalize,
     rl_losses,
@@ -186,6 +187,24 @@ def test_look_alikes_are_not_mapped(raw: str) -> None:
     """Eval speed, running averages, counters and generic names are not training timing."""
     assert normalize(raw) == raw
     assert raw in NOT_MAPPED
+
+
+@pytest.mark.parametrize(
+    ("name", "rate"),
+    [
+        ("val_F1_score", True),
+        ("BinaryF1Score", True),
+        ("train_acc_step_epoch", True),
+        ("mean_io_u", True),  # Keras's MeanIoU
+        ("val_mean_io_u", True),
+        ("dice_loss", True),  # a rate word; callers that want scores exclude losses
+        ("grad_accum", False),  # whole words only
+        ("radius", False),
+        ("io_read_u", False),  # "io" and "u" not adjacent
+    ],
+)
+def test_rate_words_are_whole_words(name: str, rate: bool) -> None:
+    assert is_rate(name) is rate
 
 
 def test_the_documented_table_is_the_code() -> None:

@@ -305,6 +305,26 @@ def is_timing(name: str) -> bool:
     return any(a == "per" and b in _RATE_UNITS for a, b in pairwise(words))
 
 
+RATE_WORDS = frozenset(
+    {"acc", "accuracy", "f1", "iou", "miou", "dice", "jaccard", "precision", "recall", "auc"}
+)
+"""Name words of a rate of right answers: a score with a fixed range, [0, 1] (or [0, 100]
+logged as a percentage)."""
+
+
+def is_rate(name: str) -> bool:
+    """A metric named like a rate of right answers (`acc`, `val_accuracy`, `F1_score`,
+    `train_acc_step_epoch`, `dice`, Keras's `val_mean_io_u`...), train or eval side. Whole
+    name words only (`name_words`): `grad_accum` is no accuracy, `f1_per_class` is an F1.
+    A loss named after a rate (`dice_loss`) is a rate word too: callers that want scores
+    only exclude `is_loss_like` names."""
+    words = name_words(name)
+    if RATE_WORDS.intersection(words):
+        return True
+    # Keras writes MeanIoU as `mean_io_u`: "IoU" split at its case change.
+    return any(a == "io" and b == "u" for a, b in pairwise(words))
+
+
 def adversarial_losses(metrics: Iterable[str]) -> frozenset[str]:
     """The train-side losses of a GAN's two players, which need not fall: each player's
     loss moves with the other's skill (a generator's loss rising while the discriminator

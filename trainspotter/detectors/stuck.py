@@ -35,18 +35,13 @@ NEAR_PERFECT_MISSES = 3
 one to three hard examples of a 36-example set wrong, so 97.22% (35 of 36) repeats."""
 
 
-_TRAIN_RATE_WORDS = frozenset(
-    {"acc", "accuracy", "f1", "iou", "miou", "dice", "jaccard", "precision", "recall", "auc"}
-)
-
-
 def is_train_rate(metric: str) -> bool:
-    """A train-side metric named like a rate of right answers (`acc`, `train_accuracy`,
-    `train_acc_step_epoch`, `dice`...): plateau checks it for an exact repeat, as it does
-    eval metrics, since one that never moves while the model trains is computed from
-    something other than the model's output. Whole words only (`grad_accum` is no
-    accuracy)."""
-    return not names.is_eval(metric) and bool(_TRAIN_RATE_WORDS & set(names.name_words(metric)))
+    """A train-side metric named like a rate of right answers (`names.is_rate`: `acc`,
+    `train_accuracy`, `train_acc_step_epoch`, `dice`, `mean_io_u`...): plateau checks it
+    for an exact repeat, as it does eval metrics, since one that never moves while the
+    model trains is computed from something other than the model's output. Whole words
+    only (`grad_accum` is no accuracy)."""
+    return not names.is_eval(metric) and names.is_rate(metric)
 
 
 MAX_CLASSES = 100
