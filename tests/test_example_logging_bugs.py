@@ -7,7 +7,10 @@ trainspotter) and the ground truth its script counted while training (expected.j
   (`readers/_epoch_steps.py` counts it across epochs);
 - `lightning_train_acc_int_div`: `training_step` logs its accuracy as an integer division,
   0 at every step (`stuck.is_train_rate`: plateau checks a train accuracy for an exact
-  repeat).
+  repeat);
+- `lightning_f1_partial_batch` (and its healthy twin `lightning_f1_partial_batch_healthy`):
+  the epoch F1 is a sum of per-batch F1s divided by the number of full batches while the
+  partial last batch is summed too, above 1 (`divergence/metric_range.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from test_example_classes import EXPECTED, log_of, loud
+from test_example_classes import EXPECTED, csv_column, log_of, loud
 
 from trainspotter.model import Severity
 from trainspotter.readers import read_log
@@ -90,3 +93,28 @@ def test_a_train_accuracy_floor_divided_to_zero_is_the_only_warning() -> None:
     assert f"0 at all {len(train_acc)} logged points" in finding.message
     fixes = " ".join(finding.fixes)
     assert "batches it is computed on" in fixes and "integer division" in fixes
+
+
+@pytest.mark.parametrize("metric", ["val_f1", "train_f1"])
+def test_an_f1_averaged_over_full_batches_only_is_reported_above_1(metric: str) -> None:
+    """lightning_f1_partial_batch: each F1 the module logged above 1 (kept in memory,
+    expected.json) is a point above 1 in the CSV, and the warning quotes the largest at its
+    step and counts them; the twin, F1 from the epoch's counts, stays in [0, 1] (silent,
+    tests/test_examples.py)."""
+    path = log_of("lightning_f1_partial_batch")
+    truth = next(
+        p for p in EXPECTED["lightning_f1_partial_batch"]["pathologies"] if p["metric"] == metric
+    )
+    logged = csv_column(path, metric)
+    above = [(step, value) for step, value in logged if value > 1]
+    assert len(above) == truth["out_of_range_points"]
+    assert (above[0][0], above[-1][0]) == tuple(truth["step_range"])
+    worst_step, worst = max(above, key=lambda point: point[1])
+    assert (worst_step, round(worst, 5)) == (truth["largest_step"], round(truth["largest"], 5))
+    (finding,) = [f for f in loud(path) if f.metric == metric]
+    assert finding.detector == "divergence" and finding.severity is Severity.WARNING
+    assert (finding.step_start, finding.step_end) == tuple(truth["step_range"])
+    assert f"{metric} is {worst:.4g} at step {worst_step}, above 1" in finding.message
+    assert f"at {len(above)} of its {len(logged)} logged points" in finding.message
+    healthy = csv_column(log_of("lightning_f1_partial_batch_healthy"), metric)
+    assert healthy and all(0 <= value <= 1 for _, value in healthy)

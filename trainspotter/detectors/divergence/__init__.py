@@ -2,7 +2,8 @@
 
 A subpackage because its cases share nothing but the detector: `nonfinite` groups
 NaN/Inf episodes into incidents and tells an fp16 overflow skip from a blow-up;
-`metric_nonfinite` finds another metric (Dice, F1, ...) turning NaN/Inf; `rise`
+`metric_nonfinite` finds another metric (Dice, F1, ...) turning NaN/Inf, and
+`metric_range` an accuracy-like metric outside [0, 1] (both a broken metric); `rise`
 tests a loss for a sustained rise (to the end of the log, or one that came back). This
 module runs them and turns a component loss's rise into a trade-off warning; `params`
 holds the id and parameters every part reads.
@@ -21,6 +22,7 @@ from trainspotter.detectors.divergence.metric_nonfinite import (
     metric_finding,
     watched,
 )
+from trainspotter.detectors.divergence.metric_range import out_of_range, range_finding
 from trainspotter.detectors.divergence.nonfinite import (
     Episode,
     incidents,
@@ -50,7 +52,7 @@ class DivergenceDetector(
         "no loss, gradient-norm or model-quality metric",
     ),
     summary="NaN/Inf in a loss or gradient (error; lone fp16 skips: info), NaN/Inf in another "
-    "metric (warning), or a rising loss.",
+    "metric or an accuracy-like metric outside [0, 1] (warning), or a rising loss.",
 ):
     """Finds a run that blew up: non-finite values in a loss or gradient metric, and a loss
     that keeps rising.
@@ -77,6 +79,13 @@ class DivergenceDetector(
       those steps, and the metric's later stretches. A stretch that overlaps a loss
       incident is named in the loss's finding instead; it never moves that finding's start
       or restart step.
+    - An **accuracy-like metric outside its possible range** (an F1 of 1.09, an accuracy
+      below 0; train or eval): *warning*. No model scores that: the metric is computed
+      wrongly (a mean of per-batch values divided by the number of full batches while the
+      partial last batch is summed too, a micro/macro mix-up, scores from logits with no
+      sigmoid), and every comparison of checkpoints by it is unreliable. One finding per
+      metric, quoting the value farthest outside the range at its step and how many of
+      its logged points are out of range.
     - A loss *rising to the end* of the log (error), or *a climb that came back* (warning).
       A component loss (one term of a multi-term loss) rising to the end while the total
       (`train/loss`, or a `mean_loss`/`total_loss`-like name) is not is a trade-off
@@ -109,6 +118,17 @@ class DivergenceDetector(
     misses k; `metric_min_nonfinite_points` missed in a row make a stretch. A stretch that
     overlaps a loss incident (`nonfinite.Episode` ranges) joins it; the others are the
     metric's own. The losses are judged over the stretch's own steps.
+
+    *Out-of-range metrics* (`metric_range`). Every metric named like a rate of right
+    answers (`names.is_rate`, whole name words: acc, accuracy, f1, precision, recall, iou,
+    miou, Keras's `mean_io_u`, dice, jaccard, auc), not a loss, timing metric, nor a name
+    with a word that makes it unbounded (a difference, ratio, log-odds or count: gain,
+    delta, diff, change, ratio, logit, log, count, sum, ...), on its finite points. Its
+    scale is read from the whole series: a fraction, range [0, 1], when no value is above
+    `metric_range.PERCENT_EVIDENCE` (2); a percentage, range [0, 100], when one is (or
+    when one is above 1 and another accuracy-like metric of the run is a percentage by
+    that rule). A value below 0 or above the top by more than `metric_range.ROUND_OFF`
+    (1e-5) of the range is out of range.
 
     *Sustained rises.* Per train loss (eval losses only when the run has no train loss: an
     eval loss rising while train loss falls is overfitting, the overfitting detector's
@@ -163,6 +183,11 @@ class DivergenceDetector(
       set) and says little, however many such isolated points a stretch holds; a metric
       non-finite at two logged points in a row (two epoch means, two evaluations) keeps
       failing.
+    - `metric_range.PERCENT_EVIDENCE` 2: the averaging bugs an out-of-range rate comes
+      from inflate a fraction by n / (n - 1) batches, 2 at most, so a series up to 2 is
+      a fraction gone wrong more often than a percentage that never reached 2%; one above
+      2 (and at most 100) is a percentage. `metric_range.ROUND_OFF` 1e-5: a mean of
+      float32 ones can be 1.0000001, which is round-off.
     - `drift_alpha` 0.01 and `transient_alpha` 0.01: a strict level, and never a verdict
       alone: the effect-size tests below must pass too.
     - `monotone_tau` 0.6 over `monotone_min_points` 20: the autocorrelation correction in
@@ -212,6 +237,14 @@ class DivergenceDetector(
     practitioner should know the number is not a score. A metric that stops being
     evaluated while the log goes on (evaluation switched off) reads as missing
     evaluations.
+    Out-of-range metrics: a metric named like a rate that is not bounded and whose other
+    name words do not say so (`accuracy_improvement` is excluded, `acc_vs_baseline` or a
+    per-epoch count of right answers logged as `acc` is not) is reported when it leaves
+    [0, 1]; a log-odds AUC is excluded only when its name says `logit`/`log`. A percentage
+    that never exceeds 2% (a model near chance on 50+ classes logged in percent) is read
+    as a fraction and reported when it passes 1%, unless another accuracy-like metric of
+    the run is above 2; conversely a fraction summed over batches (values 3, 7, ...) is
+    read as a percentage and missed until it passes 100.
 
     **Example.** `examples/divergence/trainer_state.json`: an error from step 304, where
     train/loss started climbing after the LR jumped at step 300, to +Inf at step 380.
@@ -219,7 +252,13 @@ class DivergenceDetector(
     came back. `examples/lightning_dice_nan/lightning_logs/version_0/metrics.csv`: a
     warning from step 239, where train_dice turned NaN (a blank tile predicted blank is
     0/0) and stayed so at all 14 epoch ends to step 499 while train/loss stayed finite,
-    and one from step 259 for val_dice. Silent on
+    and one from step 259 for val_dice.
+    `examples/lightning_f1_partial_batch/lightning_logs/version_0/metrics.csv`: a warning
+    about val_f1, 1.234 at step 191 and above 1 at all 20 evaluations (steps 15-319: the
+    epoch mean of per-batch F1s divided by the 4 full batches while the partial fifth is
+    summed too), and one about train_f1 (1.051 at step 255, above 1 from step 47); silent
+    on its twin `examples/lightning_f1_partial_batch_healthy/` (F1 from the epoch's
+    counts). Silent on
     `examples/healthy/trainer_state.json`, and on the GAN of
     `examples/lightning_gan_healthy/` whose d_loss rises from 0.84 to 1.32 (medians of steps
     80-159 and 1920-1999) while its generator learns; its twin `examples/lightning_gan_nan/`
@@ -256,6 +295,7 @@ class DivergenceDetector(
         ]
         findings = [nonfinite_finding(run, group, params, lead_in) for group in groups]
         findings.extend(metric_finding(run, stretches) for stretches in own_stretches)
+        findings.extend(range_finding(found) for found in out_of_range(run))
         has_train_loss = any(is_loss_like(n) and not is_eval(n) for n in run.metrics)
         drifts: dict[str, Finding] = {}
         # A GAN's player losses and an RL update's losses need not fall.
