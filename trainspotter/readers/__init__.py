@@ -26,6 +26,7 @@ from trainspotter.readers import (
     tensorboard_events,
     wandb_csv,
 )
+from trainspotter.readers._holes import head_after_hole, only_nuls, text_after_holes
 from trainspotter.readers.base import Reader, ReadOptions
 
 # Order matters twice: folders are searched in this order, and on equal sniff scores the
@@ -104,9 +105,12 @@ def _detect_format(path: Path, display: str) -> tuple[Reader, Path]:
             "*.csv, *.jsonl)",
         )
     with path.open("rb") as fh:
-        raw = fh.read(HEAD_BYTES)
+        # Sniffed as the readers that skip a truncation's NUL hole read it (`_holes.py`).
+        raw, removed = head_after_hole(fh, HEAD_BYTES)
     if not raw:
-        raise InputError(display, "file is empty")
+        raise InputError(display, only_nuls(removed) if removed else "file is empty")
+    if removed and not text_after_holes(raw):  # NULs then other control bytes: binary
+        raise InputError(display, "not a text training log (binary data or not UTF-8)")
     text = _decode_head(raw)
     head = text if text is not None else raw.decode("utf-8", errors="replace")
     best: tuple[int, Reader] | None = None

@@ -1,9 +1,11 @@
 """File access shared by the readers: text decoding with one-line errors, and folder search.
 
 Every reader reads its bytes through here, so "empty", "binary", "not UTF-8" and "cannot
-read" are worded the same for every format. Folder search covers the layouts the training
-tools write: numbered sub-folders (`checkpoint-500/`, `version_3/`) of which the highest
-number is the latest.
+read" are worded the same for every format. A line-based reader that passes a `NulHoles`
+has a truncation's NUL hole (at the file's start or a line start, `_holes.py`) skipped
+instead of rejected; for the others a file that starts with one is told so. Folder search
+covers the layouts the training tools write: numbered sub-folders (`checkpoint-500/`,
+`version_3/`) of which the highest number is the latest.
 
 This module does not parse any log format.
 """
@@ -16,6 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from trainspotter.errors import InputError
+from trainspotter.readers._holes import (
+    NulHoles,
+    hole_problem,
+    leading_hole,
+    only_nuls,
+    strip_runs,
+    text_after_holes,
+)
 
 # Binary data shows itself in the first block; a text log never holds NUL bytes.
 BINARY_PROBE_BYTES = 64 * 1024
@@ -34,20 +44,55 @@ def read_bytes(path: Path, display: str) -> bytes:
     return data
 
 
-def check_text_bytes(data: bytes, display: str) -> None:
-    """Reject binary data (NUL bytes near the start) with a one-line InputError."""
-    if b"\x00" in data[:BINARY_PROBE_BYTES]:
+def check_text_bytes(data: bytes, display: str, holes_removed: bool = False) -> None:
+    """Reject binary data (NUL bytes near the start) with a one-line InputError; a text
+    file that starts with a truncation's NUL hole, read by a format that cannot skip it
+    (`_holes.py`), is told so. `holes_removed`: `data` is what is left once NUL holes
+    were removed, so it must be printed text (`text_after_holes`) too."""
+    probe = data[:BINARY_PROBE_BYTES]
+    if holes_removed and not text_after_holes(probe):
         raise InputError(display, "not a text training log (binary data)")
+    if b"\x00" in probe:
+        raise InputError(display, hole_problem(probe) or "not a text training log (binary data)")
 
 
-def not_utf8(data: bytes, exc: UnicodeDecodeError, display: str, offset: int = 0) -> InputError:
-    """The one-line error for `data` (which starts at `offset` in the file) that did not
-    decode, naming the first bad byte and its offset in the file. utf-8-sig counts
-    positions after a BOM it dropped (only a file's first bytes can hold one)."""
+def not_utf8(
+    data: bytes,
+    exc: UnicodeDecodeError,
+    display: str,
+    offset: int = 0,
+    holes: NulHoles | None = None,
+) -> InputError:
+    """The one-line error for `data` (which starts at `offset` in the file, or among the
+    bytes `holes` kept) that did not decode, naming the first bad byte and its offset in
+    the file. utf-8-sig counts positions after a BOM it dropped (only a file's first
+    bytes can hold one)."""
     bom = offset == 0 and data.startswith(codecs.BOM_UTF8)
     start = exc.start + (len(codecs.BOM_UTF8) if bom else 0)
     bad = data[start : start + 1].hex()
-    return InputError(display, f"not UTF-8 text (byte 0x{bad} at offset {offset + start})")
+    at = offset + start if holes is None else holes.file_offset(offset + start)
+    return InputError(display, f"not UTF-8 text (byte 0x{bad} at offset {at})")
+
+
+def decode_next(
+    data: bytes, offset: int, display: str, holes: NulHoles | None = None, final: bool = False
+) -> str:
+    """The next bytes of a file, read in order (from `offset`, to a line break or the
+    file's end), as text with the shared checks: the binary probe while within the first
+    BINARY_PROBE_BYTES, a BOM dropped at the start, one-line errors naming file offsets.
+    With `holes`, NUL runs at line starts (and the cut line after one) are removed first
+    (`offset` is where `holes` is: it was fed every byte before these); `final`: these
+    are the file's last bytes, and what `holes` held is given back too."""
+    if holes is not None:
+        offset = holes.kept
+        data = holes.strip(data) + holes.finish() if final else holes.strip(data)
+    if offset < BINARY_PROBE_BYTES:
+        removed = holes is not None and bool(holes.offsets)
+        check_text_bytes(data[: BINARY_PROBE_BYTES - offset], display, removed)
+    try:
+        return data.decode("utf-8-sig" if offset == 0 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8(data, exc, display, offset, holes) from None
 
 
 def decode_text(data: bytes, display: str) -> str:
@@ -133,13 +178,20 @@ def check_line_lengths(path: Path, display: str, limit: int | None = None) -> No
 
 
 def read_text_pieces(
-    path: Path, display: str, block: int = TEXT_BLOCK_BYTES, max_line: int | None = None
+    path: Path,
+    display: str,
+    block: int = TEXT_BLOCK_BYTES,
+    max_line: int | None = None,
+    holes: NulHoles | None = None,
 ) -> Iterator[tuple[int, str]]:
     """The file's text in pieces, each ending at a line break (the last at the end of the
     file), with `read_text`'s checks and one-line errors; yields (byte offset, text).
     The pieces joined are `read_text(path)`, so a line-based reader can parse a large
     file without holding all its text, and all its lines, at once. With `max_line`, a
-    line longer than that many bytes is an InputError (see `MAX_LINE_BYTES`)."""
+    line longer than that many bytes is an InputError (see `MAX_LINE_BYTES`). With
+    `holes` (a fresh `NulHoles`), NUL runs at the file's start and at line starts (a
+    truncation's holes, `_holes.py`) are skipped and recorded in it, the leading one
+    without reading it when the file system reports holes."""
     guard = LineLengthGuard(display, max_line) if max_line is not None else None
     if path.is_dir():
         raise InputError(display, "is a folder, not a file")
@@ -149,16 +201,26 @@ def read_text_pieces(
         raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
     with handle:
         try:
+            skipped = 0
+            if holes is not None:
+                skipped = leading_hole(handle)
+                holes.skip(skipped)
             head = handle.read(BINARY_PROBE_BYTES)
             if not head:
-                raise InputError(display, "file is empty")
-            check_text_bytes(head, display)
-            handle.seek(0)
+                raise InputError(display, only_nuls(skipped) if skipped else "file is empty")
+            if holes is None:
+                check_text_bytes(head, display)
+            else:
+                probe, removed = strip_runs(head)
+                check_text_bytes(probe, display, holes_removed=removed or skipped > 0)
+            handle.seek(skipped)
             offset, pending = 0, b""
             while True:
                 data = handle.read(block)
                 if not data:
                     break
+                if holes is not None:
+                    data = holes.strip(data)
                 if guard is not None:
                     guard.feed(data)
                 data = pending + data if pending else data
@@ -166,31 +228,42 @@ def read_text_pieces(
                 if cut == 0:
                     pending = data
                     continue
-                yield offset, _decode_piece(data[:cut], offset, display)
+                yield _located(offset, holes), _decode_piece(data[:cut], offset, display, holes)
                 offset, pending = offset + cut, data[cut:]
+            if holes is not None and (held := holes.finish()):
+                if guard is not None:
+                    guard.feed(held)
+                pending += held
         except OSError as exc:
             raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
         if pending:
-            yield offset, _decode_piece(pending, offset, display)
+            yield _located(offset, holes), _decode_piece(pending, offset, display, holes)
 
 
-def read_text_lines(path: Path, display: str, block: int = TEXT_BLOCK_BYTES) -> Iterator[list[str]]:
+def read_text_lines(
+    path: Path, display: str, block: int = TEXT_BLOCK_BYTES, holes: NulHoles | None = None
+) -> Iterator[list[str]]:
     """`read_text_pieces` as lists of lines (split on "\n" only, without it): a
     line-based reader streams a large file with the shared checks and one-line errors,
     and a line longer than `MAX_LINE_BYTES` is the one-line error (printed output and
-    MLflow metric files are line logs too)."""
-    for _, text in read_text_pieces(path, display, block, max_line=MAX_LINE_BYTES):
+    MLflow metric files are line logs too). `holes` as for `read_text_pieces`."""
+    for _, text in read_text_pieces(path, display, block, MAX_LINE_BYTES, holes):
         lines = text.split("\n")
         if not lines[-1]:
             lines.pop()
         yield lines
 
 
-def _decode_piece(data: bytes, offset: int, display: str) -> str:
+def _located(offset: int, holes: NulHoles | None) -> int:
+    """The file offset of byte `offset` of what was read (holes skipped)."""
+    return offset if holes is None else holes.file_offset(offset)
+
+
+def _decode_piece(data: bytes, offset: int, display: str, holes: NulHoles | None) -> str:
     try:
         return data.decode("utf-8-sig" if offset == 0 else "utf-8")
     except UnicodeDecodeError as exc:
-        raise not_utf8(data, exc, display, offset) from None
+        raise not_utf8(data, exc, display, offset, holes) from None
 
 
 def numbered_subfolders(folder: Path, prefix: str) -> list[tuple[int, Path]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainspotter.readers._files import first_line
+from trainspotter.readers._holes import head_after_hole
 from trainspotter.readers._stdout_line import SEGMENTS, clean
 from trainspotter.readers._stdout_shapes import ShapeParser
 
@@ -59,7 +60,7 @@ def _sniff_further(path: Path, head: str) -> int:
     dataset-loading progress)."""
     try:
         with path.open("rb") as fh:
-            raw = fh.read(DEEP_SNIFF_BYTES)
+            raw, _ = head_after_hole(fh, DEEP_SNIFF_BYTES)  # as `read` reads it
     except OSError:
         return 0
     whole_head_seen = head.count("\n") < SNIFF_LINES

@@ -39,7 +39,7 @@ class PrintedLines(Protocol):
 
     def add(self, lines: Iterable[str]) -> None: ...
 
-    def run(self, source_format: str, display: str, options: ReadOptions) -> Run: ...
+    def run(self, source_format: str, display: str, options: ReadOptions, *notes: str) -> Run: ...
 
 
 @dataclass(eq=False)
@@ -53,7 +53,7 @@ class StdoutTail(FollowedLog[Reader]):
     _lines: PrintedLines = field(init=False)
 
     def __post_init__(self) -> None:
-        self._text = TextFollower(self.target, self.display)
+        self._text = TextFollower(self.target, self.display, skip_holes=True)
         self._lines = self.make_lines()
 
     def poll(self, final: bool = False) -> Growth:
@@ -79,4 +79,6 @@ class StdoutTail(FollowedLog[Reader]):
     def run(self) -> Run | None:
         if self._lines.line_count == 0:
             return None
-        return self._lines.run(self.reader.name, self.display, self.options)
+        holes = self._text.holes
+        notes = holes.notes() if holes is not None else []
+        return self._lines.run(self.reader.name, self.display, self.options, *notes)

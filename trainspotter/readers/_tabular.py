@@ -161,9 +161,9 @@ class RunBuilder:
         self._notes: list[str] = []
         self._columns: list[Column] = []
 
-    def note(self, text: str) -> None:
-        """Add a reader note (shown in every report)."""
-        self._notes.append(text)
+    def note(self, *texts: str) -> None:
+        """Add reader notes (shown in every report), in order."""
+        self._notes.extend(texts)
 
     def add(self, column: Column) -> None:
         """Add a metric column; collisions are resolved in `build`."""

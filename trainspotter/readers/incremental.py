@@ -23,7 +23,8 @@ Per format:
   event files in a run folder are picked up.
 - Printed training output (append-only; `stdout.StdoutTail`): the complete new lines go
   to the reader's `StdoutLines`, which keeps its step counters between polls. A progress
-  bar rewritten with `\r` is read when its line ends (with `\n`).
+  bar rewritten with `\r` is read when its line ends (with `\n`). A truncation's NUL
+  hole is skipped as `read` skips it (`_holes.py`).
 - MLflow file stores (append-only metric files; `mlflow.MlflowTail`): the run is found as
   `read` finds it, each poll; one `TextFollower` and `MetricFile` per metric file, new
   metric files (a metric logged for the first time) are picked up.
@@ -35,7 +36,8 @@ Per format:
 Every text format consumes complete lines only: a half-written last line waits for the
 next poll, except in the final poll (`poll(final=True)`, when watch stops), which reads the
 file to its end exactly as `read_log` would. A file that shrank, changed inode (rotation)
-or whose first bytes changed is read again from the start (`Growth.restarted`). A file that
+or whose first bytes changed (a log truncated under its writer, now starting with a NUL
+hole) is read again from the start (`Growth.restarted`). A file that
 does not exist yet is waited for. This module holds the part every append-only format
 shares, `Follower`; it does not decide when to analyse: that is `trainspotter.watch`.
 """
@@ -46,7 +48,8 @@ import os
 from pathlib import Path
 
 from trainspotter.errors import InputError
-from trainspotter.readers._files import BINARY_PROBE_BYTES, check_text_bytes, not_utf8
+from trainspotter.readers._files import decode_next
+from trainspotter.readers._holes import NulHoles
 from trainspotter.readers.base import Reader
 
 FINGERPRINT_BYTES = 64
@@ -131,29 +134,32 @@ class Follower:
 class TextFollower:
     """A growing text log read as `read_text_lines` reads it (split on "\n" only, the
     BOM, binary and UTF-8 checks with their one-line errors), complete lines only until
-    the final poll."""
+    the final poll. With `skip_holes`, NUL runs at the file's start and at line starts (a
+    truncation's holes, `_holes.py`) are skipped and recorded in `holes`, as
+    `read_text_lines` does when given a `NulHoles`."""
 
-    def __init__(self, path: Path, display: str) -> None:
+    def __init__(self, path: Path, display: str, skip_holes: bool = False) -> None:
         self.follower = Follower(path)
         self.display = display
+        self.skip_holes = skip_holes
+        self.holes: NulHoles | None = NulHoles() if skip_holes else None
+        """The holes skipped since the file was last read from its start."""
 
     def read_lines(self, final: bool = False) -> tuple[list[str], bool]:
         """The new complete lines (all of the rest when `final`), and whether the file was
         replaced (then they start again from its first line)."""
         follower = self.follower
         data, replaced = follower.read()
+        if replaced and self.skip_holes:
+            self.holes = NulHoles()
         end = len(data) if final else data.rfind(b"\n") + 1
-        if end == 0:
+        if end == 0 and not final:
             follower.keep(data, 0)
             return [], replaced
-        chunk = data[:end]
-        if follower.consumed < BINARY_PROBE_BYTES:
-            check_text_bytes(chunk[: BINARY_PROBE_BYTES - follower.consumed], self.display)
-        try:
-            text = chunk.decode("utf-8-sig" if follower.consumed == 0 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise not_utf8(chunk, exc, self.display, follower.consumed) from None
+        text = decode_next(data[:end], follower.consumed, self.display, self.holes, final)
         follower.keep(data, end)
+        if not text:
+            return [], replaced
         lines = text.split("\n")
         if not lines[-1]:
             lines.pop()

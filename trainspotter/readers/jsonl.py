@@ -10,7 +10,9 @@ then `epoch`, then the line order).
 
 Damage is tolerated, not hidden: a half-written last line (a run still writing, or killed)
 is skipped with a note; other lines that are not JSON objects are skipped and counted in
-`meta["skipped_lines"]`. A file in which no line is a JSON object is an InputError.
+`meta["skipped_lines"]`. A file in which no line is a JSON object is an InputError. A NUL
+hole that truncating the log under its writer leaves (at its start or at a line start),
+and a cut line after it, are skipped with a note (`_holes.py`).
 
 Parsing: Python's json module is the reference parser (it reads the NaN/Infinity tokens
 training code writes). When orjson is installed (`pip install 'trainspotter[fast]'`) each
@@ -37,14 +39,13 @@ import numpy as np
 from trainspotter.errors import InputError
 from trainspotter.model import Run
 from trainspotter.readers._files import (
-    BINARY_PROBE_BYTES,
     MAX_LINE_BYTES,
-    check_text_bytes,
+    decode_next,
     first_line,
-    not_utf8,
     read_text_pieces,
     single_file_with_suffix,
 )
+from trainspotter.readers._holes import NulHoles
 from trainspotter.readers._records import RecordTableBuilder
 from trainspotter.readers._tabular import RunBuilder, canonical_name, table_to_run
 from trainspotter.readers.base import FollowedLog, Growth, Reader, ReadOptions, Tail
@@ -112,11 +113,12 @@ class JsonlReader(Reader):
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = options.display_for(path)
         lines = JsonlLines()
+        holes = NulHoles()  # a truncation's NUL hole, skipped and noted
         # Piece by piece (each ends at a line break): a large log is never held as one
         # string plus a list of all its lines.
-        for _, text in read_text_pieces(path, display, max_line=MAX_LINE_BYTES):
+        for _, text in read_text_pieces(path, display, max_line=MAX_LINE_BYTES, holes=holes):
             lines.add(text.splitlines())
-        return lines.run(self.name, display, options)
+        return lines.run(self.name, display, options, *holes.notes())
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
         return JsonlTail(self, file_to_follow(self, target, display), display, options)
@@ -156,9 +158,11 @@ class JsonlLines:
                 skipped.append((index, f"a JSON {type(value).__name__}, not an object"))
         self.line_count += len(lines)
 
-    def run(self, source_format: str, display: str, options: ReadOptions) -> Run:
-        """The Run from every line added (InputError when no line is a JSON object)."""
+    def run(self, source_format: str, display: str, options: ReadOptions, *notes: str) -> Run:
+        """The Run from every line added, the file's `notes` (a NUL hole skipped) noted
+        first; InputError when no line is a JSON object."""
         builder = RunBuilder(source_format, display, appended_runs=True, run_name=options.run_name)
+        builder.note(*notes)
         skipped = self.skipped
         records = self.records
         if skipped and skipped[-1][0] == self.last_content and records.row_count:
@@ -193,6 +197,7 @@ class JsonlTail(FollowedLog[JsonlReader]):
     _follower: Follower = field(init=False)
     _lines: JsonlLines = field(default_factory=JsonlLines, init=False)
     _names: dict[str, str] = field(default_factory=dict, init=False)
+    _holes: NulHoles = field(default_factory=NulHoles, init=False)
 
     def __post_init__(self) -> None:
         self._follower = Follower(self.target, max_pending=MAX_LINE_BYTES)
@@ -202,19 +207,14 @@ class JsonlTail(FollowedLog[JsonlReader]):
         growth = Growth(restarted=replaced)
         if replaced:
             self._lines = JsonlLines()
+            self._holes = NulHoles()
             self.points = 0
         end = len(data) if final else data.rfind(b"\n") + 1
-        if end == 0:
+        if end == 0 and not final:
             self._follower.keep(data, 0)
             return growth
-        chunk = data[:end]
-        at_start = self._follower.consumed == 0
-        if self._follower.consumed < BINARY_PROBE_BYTES:
-            check_text_bytes(chunk[: BINARY_PROBE_BYTES - self._follower.consumed], self.display)
-        try:
-            text = chunk.decode("utf-8-sig" if at_start else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise not_utf8(chunk, exc, self.display, self._follower.consumed) from None
+        consumed = self._follower.consumed
+        text = decode_next(data[:end], consumed, self.display, self._holes, final)
         records = self._lines.records
         marks = records.marks()
         rows_before = records.row_count
@@ -236,7 +236,7 @@ class JsonlTail(FollowedLog[JsonlReader]):
     def run(self) -> Run | None:
         if self._lines.line_count == 0:
             return None
-        return self._lines.run(self.reader.name, self.display, self.options)
+        return self._lines.run(self.reader.name, self.display, self.options, *self._holes.notes())
 
 
 READER = JsonlReader()

@@ -57,7 +57,8 @@ at `0/N` has done nothing yet and shows values left from before, so it is skippe
 that are not progress lines (warnings, model summaries, bars without metrics) are skipped
 and counted in `meta["skipped_lines"]`; a log with no progress line is an InputError
 naming what was looked for. A head of a few long lines with no progress line (a prompt or
-config dump printed first) is sniffed further, up to 1 MiB.
+config dump printed first) is sniffed further, up to 1 MiB. A log truncated under its writer
+(`: > train.log`) starts with NUL bytes; they and a cut line after them are skipped (`_holes`).
 
 What is printed is what is read: Keras' `verbose=1` bar shows the running mean of the
 epoch so far (it restarts each epoch), a tqdm postfix the value at the last refresh.
@@ -86,6 +87,7 @@ from trainspotter.model import Run
 from trainspotter.names import LR, is_eval
 from trainspotter.readers._appended import EPOCH_METRIC
 from trainspotter.readers._files import read_text_lines
+from trainspotter.readers._holes import NulHoles
 from trainspotter.readers._stdout_line import (
     EPOCH_KEYS,
     SEGMENTS,
@@ -385,8 +387,8 @@ class StdoutLines:
         self._counted = max(self._counted, self.last_step if self.records else -1) + 1
         return self._counted
 
-    def run(self, source_format: str, display: str, options: ReadOptions) -> Run:
-        """The Run from every line added; InputError when no line was a progress line."""
+    def run(self, source_format: str, display: str, options: ReadOptions, *notes: str) -> Run:
+        """The Run (the file's `notes` first); InputError when no line was a progress line."""
         if self.records == 0:
             raise InputError(
                 display,
@@ -396,6 +398,7 @@ class StdoutLines:
                 "key=value / key: value pairs naming a loss, lr, grad norm or accuracy)",
             )
         builder = RunBuilder(source_format, display, appended_runs=True, run_name=options.run_name)
+        builder.note(*notes)
         builder.meta["step_source"] = dict(self.step_source)
         builder.meta["progress_lines"] = self.records
         builder.meta["skipped_lines"] = self.skipped
@@ -484,9 +487,10 @@ class StdoutReader(Reader):
     def read(self, path: Path, options: ReadOptions) -> Run:
         display = options.display_for(path)
         lines = StdoutLines()
-        for pieces in read_text_lines(path, display):
+        holes = NulHoles()  # a truncation's NUL hole, skipped and noted
+        for pieces in read_text_lines(path, display, holes=holes):
             lines.add(pieces)  # "\r" is split per segment
-        return lines.run(self.name, display, options)
+        return lines.run(self.name, display, options, *holes.notes())
 
     def open_tail(self, target: Path, display: str, options: ReadOptions) -> Tail:
         file = file_to_follow(self, target, display)
