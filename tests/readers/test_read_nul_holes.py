@@ -1,5 +1,9 @@
 """A log truncated while its writer kept writing starts with a NUL hole (`readers/_holes.py`):
-the lines after it are read, with a note; a binary file is still the one-line error."""
+the lines after it are read, with a note; a binary file is still the one-line error.
+
+`truncated*.log` and their `.log.1` copies are a real seeded torch loop's output and
+logrotate's copytruncate done to it from another process, the loop writing the log itself
+or through `grep` (tests/data/stdout/generate_truncated.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from readers_support import MakeFile
+from readers_support import STDOUT_DATA, MakeFile, assert_well_formed
 from test_incremental import assert_same_run, tail_for
 
 from trainspotter.cli import main
@@ -20,6 +24,10 @@ from trainspotter.errors import InputError
 from trainspotter.readers import read_log
 from trainspotter.readers._holes import TRUNCATION, NulHoles
 
+TRUNCATED = STDOUT_DATA / "truncated.log"
+ROTATED = STDOUT_DATA / "truncated.log.1"
+THROUGH_GREP = STDOUT_DATA / "truncated_grep.log"
+ROTATED_GREP = STDOUT_DATA / "truncated_grep.log.1"
 LINE = re.compile(r"step (\d+) \| loss (\S+) \| lr (\S+)")
 
 
@@ -38,6 +46,53 @@ def problem_of(path: Path, fmt: str | None = None) -> str:
 
 def leading_note(count: int) -> str:
     return f"the file starts with {count} NUL bytes ({TRUNCATION}); read from byte {count}"
+
+
+def test_copytruncated_log_reads_from_its_first_line_after_the_hole() -> None:
+    data = TRUNCATED.read_bytes()
+    text = data.lstrip(b"\x00")
+    hole = len(data) - len(text)
+    # copytruncate: the writer's next line landed where the copy ends.
+    assert hole == ROTATED.stat().st_size > 0
+    printed = [LINE.match(line) for line in text.decode().splitlines()]
+    assert all(printed)
+    run = read_log(TRUNCATED)
+    assert_well_formed(run)
+    assert run.notes()[0] == leading_note(hole)
+    loss = run.metrics["train/loss"]
+    assert len(loss) == len(printed)
+    assert int(loss.steps[0]) == int(printed[0].group(1))  # type: ignore[union-attr]
+    assert float(loss.values[0]) == float(printed[0].group(2))  # type: ignore[union-attr]
+    # The first step read is the one after the last step the rotated copy holds.
+    before = read_log(ROTATED).metrics["train/loss"]
+    assert int(loss.steps[0]) == int(before.steps[-1]) + 1
+    assert not read_log(ROTATED).notes()
+
+
+def test_line_cut_by_the_hole_is_not_read() -> None:
+    """grep writes 4096-byte blocks: the copy ends mid-line and the rest of that line
+    follows the hole. It is not read (a piece of a line is not a point), with a note."""
+    data = THROUGH_GREP.read_bytes()
+    text = data.lstrip(b"\x00")
+    hole = len(data) - len(text)
+    copy = ROTATED_GREP.read_bytes()
+    assert hole == len(copy) and not copy.endswith(b"\n")
+    cut, rest = text.split(b"\n", 1)
+    whole = LINE.fullmatch((copy.rsplit(b"\n", 1)[1] + cut).decode())
+    assert whole is not None  # the copy's last bytes and the cut line are one printed line
+    run = read_log(THROUGH_GREP)
+    assert_well_formed(run)
+    assert run.notes()[:2] == [
+        leading_note(hole),
+        f"not read: the line at byte {hole} after a NUL hole, {cut.decode()!r}, is the end of "
+        "a line whose start the truncation removed (it is shaped as the end of the line after "
+        "it)",
+    ]
+    assert set(run.metrics) == {"train/loss", "lr"}
+    assert run.meta["step_source"] == {"line": len(rest.splitlines())}
+    loss = run.metrics["train/loss"]
+    assert int(loss.steps[0]) == int(whole.group(1)) + 1
+    assert len(loss) == len(rest.splitlines())
 
 
 def test_first_line_after_a_hole_unlike_the_next_is_read(make_file: MakeFile) -> None:
