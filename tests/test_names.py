@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from trainspotter.names import (
+    EVAL_LOSS,
     NOT_MAPPED,
+    TRAIN_LOSS,
     adversarial_losses,
     is_eval,
     is_loss_like,
@@ -16,6 +18,7 @@ from trainspotter.names import (
     markdown_table,
     normalize,
     rl_losses,
+    train_counterpart,
 )
 
 SPELLINGS = {
@@ -281,3 +284,23 @@ def test_a_gans_player_losses_are_recognised(logged: list[str], players: set[str
 )
 def test_an_rl_updates_losses_are_recognised(logged: list[str], moving: set[str]) -> None:
     assert rl_losses(logged) == moving
+
+
+@pytest.mark.parametrize(
+    ("eval_metric", "logged", "partner"),
+    [
+        ("val/box_loss", ["train/box_loss", "train/cls_loss", "train/loss"], "train/box_loss"),
+        ("val/box_loss", ["train/cls_loss", "train/loss"], None),  # not another component
+        ("val_rpn_loss", ["rpn_loss", "val_rpn_loss"], "rpn_loss"),  # Keras: the bare name
+        ("val_rpn_loss", ["train_rpn_loss", "rpn_loss"], "train_rpn_loss"),
+        ("Val/Box_Loss", ["TRAIN/BOX_LOSS"], "TRAIN/BOX_LOSS"),
+        ("eval/mlm_loss", ["training/mlm_loss"], "training/mlm_loss"),
+        (EVAL_LOSS, [TRAIN_LOSS], TRAIN_LOSS),
+        (EVAL_LOSS, ["train/box_loss"], None),
+        ("box_loss", ["train/box_loss"], None),  # not an eval name
+    ],
+)
+def test_an_eval_metrics_train_counterpart_has_its_name_after_the_prefix(
+    eval_metric: str, logged: list[str], partner: str | None
+) -> None:
+    assert train_counterpart(eval_metric, logged) == partner

@@ -251,6 +251,32 @@ def is_eval(name: str) -> bool:
     return lowered.startswith(("eval/", "eval_", "val/", "val_", "valid", "validation", "test"))
 
 
+_EVAL_PREFIX = re.compile(r"^(?:eval|val|valid|validation|test|dev)([/_.-])(.+)$", re.IGNORECASE)
+_TRAIN_PREFIXES = ("train", "training")
+
+
+def train_counterpart(eval_metric: str, metrics: Iterable[str]) -> str | None:
+    """The train metric of `eval_metric`'s own name after its eval prefix, among `metrics`:
+    `train/loss` for `eval/loss`; `train/box_loss` (or `train_box_loss`, `training/...`, the
+    same separator first) for `val/box_loss`; Keras's bare `box_loss` for `val_box_loss`.
+    Compared case-insensitively; None when the run logs none of them (a component eval loss
+    is then not paired with another component's train loss)."""
+    available = list(metrics)
+    if eval_metric == EVAL_LOSS:
+        return TRAIN_LOSS if TRAIN_LOSS in available else None
+    match = _EVAL_PREFIX.match(eval_metric.strip())
+    if match is None:
+        return None
+    separator, stem = match.group(1), match.group(2)
+    separators = [separator, *(s for s in "/_.-" if s != separator)]
+    wanted = [prefix + s + stem for s in separators for prefix in _TRAIN_PREFIXES] + [stem]
+    by_key = {name.lower(): name for name in available if name != eval_metric}
+    for candidate in wanted:
+        if candidate.lower() in by_key:
+            return by_key[candidate.lower()]
+    return None
+
+
 _WORDS = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
 _GENERATOR = frozenset({"g", "gen", "generator"})
 _DISCRIMINATOR = frozenset({"d", "dis", "disc", "discriminator", "critic"})

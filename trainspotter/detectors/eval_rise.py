@@ -10,8 +10,8 @@
   short-run rule (the order of the evaluations after the lowest, when there are too few
   for a jitter estimate) with what it rests on, in words;
 - `degrading_title`: the title of an eval loss that got worse without a falling train loss;
-- `other_best`, `keep_best_fix`: the best checkpoint by another quality metric, and how to
-  keep the best one in the words of the log's framework.
+- `keep_best_fix`: how to keep the best checkpoint in the words of the log's framework
+  (the other metrics' bests: `eval_pairs`).
 
 Apart from `overfitting.py` so the detector module stays one readable unit (< 500 lines).
 """
@@ -30,7 +30,6 @@ from trainspotter.detectors.eval_jitter import (
     curve_noise,
     eval_jitter,
 )
-from trainspotter.detectors.eval_noise import higher_is_better, is_quality_metric
 from trainspotter.model import FloatArray, Run, Series
 
 TRAIN_BLOWUP = 10.0
@@ -203,9 +202,9 @@ def degrading_title(
     what the train loss did instead (the detector id stays `overfitting`); `how_much`
     replaces the default account of the rise."""
     how = {
-        "rising": f"while {names.TRAIN_LOSS} rises",
-        "flat": f"while {names.TRAIN_LOSS} is flat",
-        "absent": f"({names.TRAIN_LOSS} not logged)",
+        "rising": f"while {trend.name} rises",
+        "flat": f"while {trend.name} is flat",
+        "absent": f"({trend.name} not logged)",
     }[trend.state()]
     how_much = how_much or f"rose {rise_pct:.0f}% above its best and stayed there"
     return f"{metric} degrading {how}: {how_much}"
@@ -239,7 +238,7 @@ def sustained_text(
     state = trend.state()
     if state == "falling":
         message += "."
-        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
+        title = f"{metric} rising from its minimum while {trend.name} falls (overfitting)"
     else:
         message += (
             ": not overfitting's textbook signature (look for a learning rate too high for a "
@@ -313,6 +312,9 @@ class TrainTrend:
     start: TrainLevel | None
     end: TrainLevel | None
     falls: bool
+    name: str = names.TRAIN_LOSS
+    """The train metric judged: the eval loss's own train counterpart (`train/box_loss` for
+    `val/box_loss`, `names.train_counterpart`), else `train/loss`."""
 
     def blew_up(self) -> bool:
         """The train loss over the last evaluation interval is `TRAIN_BLOWUP` times (or
@@ -336,13 +338,15 @@ class TrainTrend:
         return "rising" if end > start + 0.1 * abs(start) else "flat"
 
 
-def train_trend(train: Series | None, x: FloatArray, k: int, alpha: float) -> TrainTrend:
-    """The train loss over [eval minimum, last evaluation]: "kept falling" needs a falling
-    trend inside the range AND the level over the last evaluation interval below the level
-    over the interval that ends at the minimum (a train loss that jumped at the minimum and
-    is coming back down has a falling trend but did not improve on where it was)."""
+def train_trend(
+    train: Series | None, x: FloatArray, k: int, alpha: float, name: str = names.TRAIN_LOSS
+) -> TrainTrend:
+    """The train loss `name` over [eval minimum, last evaluation]: "kept falling" needs a
+    falling trend inside the range AND the level over the last evaluation interval below the
+    level over the interval that ends at the minimum (a train loss that jumped at the minimum
+    and is coming back down has a falling trend but did not improve on where it was)."""
     if train is None:
-        return TrainTrend(None, None, None, falls=False)
+        return TrainTrend(None, None, None, falls=False, name=name)
     change = stats.change_over(train.steps, train.values, float(x[k]), float(x[-1]))
     before_min = float(x[k - 1]) if k > 0 else -math.inf
     start = train_level(train, before_min, float(x[k]))
@@ -354,7 +358,7 @@ def train_trend(train: Series | None, x: FloatArray, k: int, alpha: float) -> Tr
         and end is not None
         and end.value < start.value
     )
-    return TrainTrend(change, start, end, falls)
+    return TrainTrend(change, start, end, falls, name)
 
 
 def train_clause(trend: TrainTrend) -> str:
@@ -362,34 +366,18 @@ def train_clause(trend: TrainTrend) -> str:
     levels `falls` compared when it kept falling or rose, the trend test when it is flat
     (a noisy train loss's half medians or single points can differ without a trend)."""
     if trend.start is None or trend.end is None:
-        return f"{names.TRAIN_LOSS} is not logged"
+        return f"{trend.name} is not logged"
     levels = f"({trend.start.text}, then {trend.end.text})"
     state = trend.state()
     if state != "flat":
-        return f"{names.TRAIN_LOSS} {'kept falling' if state == 'falling' else 'rose'} {levels}"
+        return f"{trend.name} {'kept falling' if state == 'falling' else 'rose'} {levels}"
     change = trend.change
     if change is None or change.n < 8:
-        return f"{names.TRAIN_LOSS} did not keep falling {levels}"
+        return f"{trend.name} did not keep falling {levels}"
     return (
-        f"{names.TRAIN_LOSS} is flat: no significant trend over those steps (Kendall tau "
+        f"{trend.name} is flat: no significant trend over those steps (Kendall tau "
         f"{change.tau:.2f}, Mann-Kendall p = {change.p_value:.2g} over {change.n} points)"
     )
-
-
-def other_best(run: Run, metric: str, best_step: int) -> tuple[str, int, float] | None:
-    """Another logged eval quality metric (accuracy, F1, WER, ...) whose best evaluation is
-    at a different step than the eval loss's: (name, step, value)."""
-    for other in sorted(run.metrics):
-        if other == metric or not is_quality_metric(other) or names.is_loss_like(other):
-            continue
-        higher = higher_is_better(other)
-        x, y = stats.finite_xy(run.metrics[other].steps, run.metrics[other].values)
-        if higher is None or y.size < 2:
-            continue
-        i = int(np.argmax(y) if higher else np.argmin(y))
-        if int(x[i]) != best_step:
-            return other, int(x[i]), float(y[i])
-    return None
 
 
 def keep_best_fix(run: Run, metric: str, step: int, value: float) -> str:

@@ -244,12 +244,12 @@ def train_words(trend: TrainTrend) -> str:
     """What the train loss did over the evaluations, in words its numbers agree with."""
     start, end = trend.start, trend.end
     if start is None or end is None:
-        return f"{names.TRAIN_LOSS} is not logged"
+        return f"{trend.name} is not logged"
     if train_fell(trend):
-        return f"{names.TRAIN_LOSS} fell ({start.text}, then {end.text})"
+        return f"{trend.name} fell ({start.text}, then {end.text})"
     change = 100 * (end.value - start.value) / abs(start.value) if start.value else 0.0
     return (
-        f"{names.TRAIN_LOSS} did not fall by {100 * MIN_EFFECT:.0f}% ({start.text}, then "
+        f"{trend.name} did not fall by {100 * MIN_EFFECT:.0f}% ({start.text}, then "
         f"{end.text}: {abs(change):.1f}% {'lower' if change < 0 else 'higher'})"
     )
 
@@ -351,7 +351,7 @@ def no_generalisation_finding(
         )
     title = (
         f"{stall.metric} never improved on its first evaluation while "
-        f"{names.TRAIN_LOSS} fell (no generalisation)"
+        f"{trend.name} fell (no generalisation)"
     )
     fixes = (
         keep_best_fix(run, stall.metric, stall.best_step, stall.best),

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainspotter import names
 from trainspotter.detectors import stats
 from trainspotter.detectors.eval_jitter import MEDIAN_EFFICIENCY, eval_jitter
 from trainspotter.detectors.eval_rise import (
@@ -143,7 +142,7 @@ def trend_text(
     )
     if trend.state() == "falling":
         message += "."
-        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
+        title = f"{metric} rising from its minimum while {trend.name} falls (overfitting)"
     else:
         message += (
             ": not overfitting's textbook signature, but the model the run ends with is "

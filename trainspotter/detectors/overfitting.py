@@ -13,13 +13,13 @@ from trainspotter import names
 from trainspotter.detectors import eval_stall, stats
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_jitter import curve_noise, eval_jitter
+from trainspotter.detectors.eval_pairs import eval_losses, other_best_texts, train_partner
 from trainspotter.detectors.eval_rise import (
     Rise,
     TrainTrend,
     degrading_title,
     keep_best_fix,
     onset_index,
-    other_best,
     percent,
     short_rise,
     short_run_text,
@@ -83,8 +83,12 @@ class OverfittingDetector(
 
     **What it finds.** For every loss-like eval metric (`eval/loss` and any other eval metric
     whose name contains "loss"), the point where the eval loss bottomed out, how far it has
-    risen since, and whether `train/loss` kept falling over the same steps. That
-    combination is the textbook signature of overfitting. An eval loss that rose by
+    risen since, and whether its train loss kept falling over the same steps. That
+    combination is the textbook signature of overfitting. Each eval loss is judged against
+    its own train loss (`eval_pairs.train_partner`): the same name after the train/eval
+    prefix (`train/box_loss` for `val/box_loss`, Keras's `box_loss` for `val_box_loss`),
+    else the total `train/loss`; title, message and evidence (`train_metric`) name the pair,
+    so each head of a multi-task or YOLO run is judged on its own. An eval loss that rose by
     `large_rise` (50%) or more above its minimum is reported whatever the train loss did
     (or without one), titled as a rise, not as overfitting: the run ends on a much worse
     model than its best. So is an eval loss whose last evaluations all stay well above its
@@ -94,9 +98,11 @@ class OverfittingDetector(
     set, many evaluations) whose single points never clear those noise tests is reported
     when its evaluations after the minimum trend upward significantly (step 6). The fix
     names the best checkpoint (the step of the lowest logged eval value) in the words of
-    the log's framework (transformers, Lightning, Keras), and when another logged eval
-    metric (accuracy, F1, WER, ...) is best at a different step, the message and the fix
-    name both. Severity: warning.
+    the log's framework, and the message the best of up to 3 other logged quality metrics
+    (`eval_pairs.other_bests`: accuracy, F1, mAP, WER; not a one-sided precision or recall),
+    eval-named or bounded and logged only at the eval loss's steps (YOLO's
+    `metrics/mAP50-95(B)`); one best at another step is named in the fix too, one at the
+    same step is said as such (a worse model by that metric too). Severity: warning.
 
     **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
@@ -247,11 +253,11 @@ class OverfittingDetector(
     read as a rise (healthy property test, realistic eval curves: 12 of 1000 seeds, 39
     before; a flat eval with 10% jitter, phi 0.8, 12-60 evaluations: 20-28%, from 34-70%); a
     raw best within the Gaussian bound of its neighbours stays a baseline. The price: a slow
-    real rise on a correlated-looking eval is missed more often. It reads loss-like metrics
-    only (lower is better): a WER or accuracy going the wrong way is not judged here, but
-    the message names the step where another logged quality metric (WER, accuracy, F1) was
-    best, in its own direction, since an eval loss can rise while the task metric still
-    improves.
+    real rise on a correlated-looking eval is missed more often. Loss-like metrics only: a
+    WER going the wrong way is not judged here, but its best step is named (an eval loss
+    can rise while the task metric still improves). A component with no train twin is
+    judged against the total `train/loss`; a per-epoch train accuracy under a bare name
+    (`acc`, no `val_acc`) is quoted as "logged at the same steps" (true) like `metrics/*`.
     The trend (step 6): about 5% of flat curves trend "significantly" at alpha 5% (more on
     slowly wandering ones: Mann-Kendall's correction, uncorrected for its small-sample bias,
     only partly covers them); the 5% effect floor and the standard error of the medians
@@ -265,26 +271,25 @@ class OverfittingDetector(
     end while train/loss keeps falling. Short runs: `examples/keras_short_overfit/` (3
     epochs, +31% from step 0) and `examples/keras_finetune_overfit_4_epochs/` (4 epochs,
     val_loss higher at each epoch after step 0, +8% at step 3). Never improved:
-    `examples/keras_shuffled_train_labels/` (from step 0). Silent on
-    `examples/healthy/trainer_state.json`.
+    `examples/keras_shuffled_train_labels/` (from step 0). Components (YOLO's layout):
+    `examples/torch_box_head_overfit/results.csv`, `val/box_loss` from step 13 while
+    `train/box_loss` falls. Silent on `examples/healthy/trainer_state.json` and
+    `examples/torch_multihead_healthy/`.
     """
 
     def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        evals = [m for m in run.metrics if m != names.TRAIN_LOSS and names.is_eval(m)]
-        evals = [m for m in evals if names.is_loss_like(m)]
-        train = [names.TRAIN_LOSS] if evals and names.TRAIN_LOSS in run.metrics else []
+        evals = eval_losses(run)
+        train = sorted({t for m in evals if (t := train_partner(run, m)) is not None})
         return scope_or_abstain([*train, *evals], "no eval loss metric")
 
     def detect(self, run: Run, params: OverfittingParams) -> list[Finding]:
-        """One finding per loss-like eval metric that overfits or got much worse."""
-        train = run.metrics.get(names.TRAIN_LOSS)
+        """One finding per loss-like eval metric that overfits or got much worse, each
+        judged against its own train counterpart (`train_partner`)."""
         findings = []
-        for metric in sorted(run.metrics):
-            if metric == names.TRAIN_LOSS or not (
-                names.is_eval(metric) and names.is_loss_like(metric)
-            ):
-                continue
+        for metric in eval_losses(run):
+            partner = train_partner(run, metric)
+            train = (partner, run.metrics[partner]) if partner is not None else None
             with np.errstate(all="ignore"):  # huge logged values may overflow: harmless
                 finding = _check(run, metric, train, params)
             if finding is not None:
@@ -331,11 +336,12 @@ def _rise(x: FloatArray, y: FloatArray, params: OverfittingParams) -> Rise | Non
 
 
 def _check(
-    run: Run, metric: str, train: Series | None, params: OverfittingParams
+    run: Run, metric: str, partner: tuple[str, Series] | None, params: OverfittingParams
 ) -> Finding | None:
-    """The finding for one eval loss: overfitting (rising while the train loss falls), a
-    large rise whatever the train loss did, or a sustained rise above its best evaluation
-    whatever the train loss did; None otherwise."""
+    """The finding for one eval loss: overfitting (rising while its train loss `partner`,
+    (name, series), falls), a large rise whatever the train loss did, or a sustained rise
+    above its best evaluation whatever the train loss did; None otherwise."""
+    name, train = partner if partner is not None else (names.TRAIN_LOSS, None)
     x, y = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
     if y.size < 3:
         return None
@@ -349,7 +355,7 @@ def _check(
             alpha=params.trend_alpha,
         )
     if shape is not None:
-        trend = train_trend(train, x, shape.k, params.trend_alpha)
+        trend = train_trend(train, x, shape.k, params.trend_alpha, name)
         large = shape.level > 0 and shape.rise >= params.large_rise * shape.level
         if trend.falls or large:
             return _rise_finding(run, metric, x, y, shape, trend, params.trend_alpha)
@@ -362,7 +368,7 @@ def _check(
             smoothing_fraction=params.smoothing_fraction,
         )
         if sustained is not None:
-            trend = train_trend(train, x, sustained.k, params.trend_alpha)
+            trend = train_trend(train, x, sustained.k, params.trend_alpha, name)
             if not trend.blew_up():
                 title, message, evidence = sustained_text(metric, x, y, sustained, trend)
                 onset = int(x[onset_index(y, sustained.k, sustained.width)])
@@ -373,7 +379,7 @@ def _check(
         x, y, p.short_run_evals, p.trend_alpha, p.min_relative_rise, p.smoothing_fraction
     )
     if drift is not None:
-        trend = train_trend(train, x, drift.k, params.trend_alpha)
+        trend = train_trend(train, x, drift.k, params.trend_alpha, name)
         floor = params.min_relative_rise if trend.falls else params.sustained_rise
         if drift.rise >= floor * drift.level and not trend.blew_up():
             title, message, evidence = trend_text(metric, x, drift, trend)
@@ -382,7 +388,7 @@ def _check(
     stall = eval_stall.never_improved(run, metric)
     if stall is None or not (stall.chance or stall.worse_from_first):
         return None
-    if eval_stall.train_fell(trend := train_trend(train, x, 0, 0.05)):
+    if eval_stall.train_fell(trend := train_trend(train, x, 0, 0.05, name)):
         return eval_stall.no_generalisation_finding(run, NAME, stall, trend)
     return None
 
@@ -420,12 +426,12 @@ def _rise_finding(
     )
     levels = f"({trend.start.text}, then {trend.end.text})" if trend.start and trend.end else ""
     if trend.falls:
-        message += f", while {names.TRAIN_LOSS} kept falling {levels}."
-        title = f"{metric} rising from its minimum while {names.TRAIN_LOSS} falls (overfitting)"
+        message += f", while {trend.name} kept falling {levels}."
+        title = f"{metric} rising from its minimum while {trend.name} falls (overfitting)"
     else:
         did = f"did not keep falling {levels}" if levels else "is not logged"
         message += (
-            f", while {names.TRAIN_LOSS} {did}: not the textbook overfitting signature, but "
+            f", while {trend.name} {did}: not the textbook overfitting signature, but "
             f"the model the run ends with is much worse on the eval set than its best."
         )
         title = degrading_title(metric, trend, rise_pct)
@@ -459,15 +465,9 @@ def _finding(
     best = int(np.argmin(y))
     best_step, best_value = int(x[best]), float(y[best])
     message += f" The best evaluation was {best_value:.4g} at step {best_step}." + extra
-    other = other_best(run, metric, best_step)
-    if other is not None:
-        message += (
-            f" By {other[0]} the best evaluation was {other[2]:.4g} at step {other[1]}: pick "
-            "the checkpoint by the metric you care about."
-        )
-    keep = keep_best_fix(run, metric, best_step, best_value)
-    if other is not None:
-        keep += f"; by {other[0]} the best checkpoint is step {other[1]}"
+    said, best_fixes = other_best_texts(run, metric, best_step)
+    message += said
+    keep = keep_best_fix(run, metric, best_step, best_value) + best_fixes
     change = trend.change
     return Finding(
         detector=NAME,
@@ -481,6 +481,7 @@ def _finding(
             "best_step": best_step,
             "best_value": best_value,
             **evidence,
+            "train_metric": trend.name,
             "train_falling": "yes" if trend.falls else "no",
             "train_start_level": change.start_level if change else math.nan,
             "train_end_level": change.end_level if change else math.nan,

@@ -1,0 +1,132 @@
+"""Which train loss an eval loss is judged against, and which other metrics' bests are
+named beside it: the overfitting detector's pairing of metrics.
+
+- `eval_losses`, `train_partner`: every loss-like eval metric, and its own train loss (the
+  same name after the train/eval prefix, `names.train_counterpart`), else `train/loss`;
+- `other_bests`, `other_best_texts`: the best evaluation of other logged quality metrics
+  (accuracy, F1, mAP, WER; bounded ones named neither train nor eval when logged only at
+  the eval loss's steps, as YOLO's `metrics/mAP50-95(B)`), in words.
+
+It judges no curve: `overfitting`, `eval_rise` and `eval_trend` do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainspotter import names
+from trainspotter.detectors import stats
+from trainspotter.detectors.eval_noise import bounded_top, higher_is_better, is_quality_metric
+from trainspotter.model import Run
+
+
+def eval_losses(run: Run) -> list[str]:
+    """The loss-like eval metrics the detector judges, sorted."""
+    return sorted(
+        m
+        for m in run.metrics
+        if m != names.TRAIN_LOSS and names.is_eval(m) and names.is_loss_like(m)
+    )
+
+
+def train_partner(run: Run, eval_metric: str) -> str | None:
+    """The train loss an eval loss is judged against: its own train counterpart, the same
+    name after the train/eval prefix (`train/box_loss` for `val/box_loss`,
+    `names.train_counterpart`), else the total `train/loss` when logged, else None."""
+    own = names.train_counterpart(eval_metric, run.metrics)
+    if own is not None:
+        return own
+    return names.TRAIN_LOSS if names.TRAIN_LOSS in run.metrics else None
+
+
+ONE_SIDED = frozenset({"precision", "recall"})
+"""Rates that a degenerate model maximises (every example positive: recall 1): nobody picks
+a checkpoint by one of them alone, so their best step is not quoted."""
+
+MAX_OTHER_BESTS = 3
+"""Other metrics' best steps quoted at most (a run may log many)."""
+
+
+@dataclass(frozen=True)
+class OtherBest:
+    """Another logged quality metric's best evaluation."""
+
+    metric: str
+    step: int
+    value: float
+    eval_named: bool
+    """Named as an eval metric (`val_acc`); otherwise a bounded metric named neither train
+    nor eval, logged only at the eval loss's steps (YOLO's `metrics/mAP50-95(B)`)."""
+
+    def text(self) -> str:
+        """`By <metric> the best evaluation was <value> at step <step>`, in words that do
+        not call a metric an evaluation when its name does not say so."""
+        if self.eval_named:
+            return f"By {self.metric} the best evaluation was {self.value:.4g} at step {self.step}"
+        return (
+            f"By {self.metric} (logged at the same steps) the best value was {self.value:.4g} "
+            f"at step {self.step}"
+        )
+
+
+def _beside_evaluations(run: Run, metric: str, other: str) -> bool:
+    """`other`, a bounded higher-is-better metric named neither train (no word `train`
+    anywhere: `TrainAcc`, `acc/train`) nor eval, measures
+    the eval loss `metric`'s evaluations: it has no eval twin (Keras's `accuracy` beside
+    `val_accuracy` is the train half) and is logged at no step the eval loss is not."""
+    if names.is_eval(other) or _TRAIN_WORDS & set(names.name_words(other)):
+        return False
+    values = run.metrics[other].values
+    if bounded_top(other, values) is None:
+        return False
+    evals = [m for m in run.metrics if names.is_eval(m)]
+    if any(names.train_counterpart(m, [other]) == other for m in evals):
+        return False
+    return bool(np.isin(run.metrics[other].steps, run.metrics[metric].steps).all())
+
+
+_TRAIN_WORDS = frozenset({"train", "training"})
+"""A metric with one of these words in its name (`TrainAcc`, `acc/train`) is a train one."""
+
+
+def other_bests(run: Run, metric: str) -> list[OtherBest]:
+    """The best evaluation of every other logged quality metric (accuracy, F1, mAP, WER,
+    ...; not a one-sided precision or recall): eval-named ones, and bounded ones named
+    neither train nor eval that are logged only at the eval loss's steps
+    (`_beside_evaluations`); at most `MAX_OTHER_BESTS`, by name."""
+    found = []
+    for other in sorted(run.metrics):
+        if other == metric or names.is_loss_like(other):
+            continue
+        if ONE_SIDED & set(names.name_words(other)):
+            continue
+        eval_named = is_quality_metric(other)
+        if not eval_named and not _beside_evaluations(run, metric, other):
+            continue
+        higher = higher_is_better(other)
+        x, y = stats.finite_xy(run.metrics[other].steps, run.metrics[other].values)
+        if higher is None or y.size < 2:
+            continue
+        i = int(np.argmax(y) if higher else np.argmin(y))
+        found.append(OtherBest(other, int(x[i]), float(y[i]), eval_named))
+    return found[:MAX_OTHER_BESTS]
+
+
+def other_best_texts(run: Run, metric: str, best_step: int) -> tuple[str, str]:
+    """What the message says of the other metrics' bests (`other_bests`), and what the fix
+    adds: each best checkpoint that differs from the eval loss's `best_step`."""
+    others = other_bests(run, metric)
+    differ = [o for o in others if o.step != best_step]
+    agree = [o for o in others if o.step == best_step]
+    said = ""
+    if differ:
+        joined = ". ".join(o.text() for o in differ)
+        said += f" {joined}: pick the checkpoint by the metric you care about."
+    if agree:
+        # Best at the same step: the rise is a worse model by that metric too, not only a
+        # more confident one.
+        said += f" {'. '.join(o.text() for o in agree)}, the same step."
+    fixes = "".join(f"; by {o.metric} the best checkpoint is step {o.step}" for o in differ)
+    return said, fixes
