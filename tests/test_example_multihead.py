@@ -52,6 +52,8 @@ def test_the_bounded_metrics_best_steps_are_said_beside_the_losses() -> None:
         differs = f"by {column} the best checkpoint is step {step}" in finding.fixes[0]
         assert differs == (step != truth["best_step"])
     assert truth["best_iou_step"] == max(csv_column(path, "metrics/IoU"), key=lambda r: r[1])[0]
+    # A CSV with `epoch` as its step and `/` in its column names is not Keras's CSVLogger.
+    assert "Keras" not in finding.fixes[0]
 
 
 def test_every_overfitting_finding_names_its_own_train_component() -> None:

@@ -20,6 +20,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
         ("divergence/trainer_state.json", "transformers"),
         ("lightning_input_spike/lightning_logs/version_0/metrics.csv", "lightning"),
         ("keras_frozen/training.log", "keras"),
+        ("torch_box_head_overfit/results.csv", None),  # YOLO's layout: `epoch`, `train/...`
         ("divergence/metrics.csv", "lightning"),  # written in CSVLogger's layout
         ("divergence/tensorboard", None),  # tensorboardX leaves no mark of the loop
     ],

@@ -6,7 +6,8 @@ default (`max_grad_norm=1.0`), and a Lightning user looks for a Trainer argument
 call to `clip_grad_norm_`. Detectors phrase their clipping and warmup fixes through this
 module. The framework is judged only from what the reader recorded: the log's format
 (`trainer_state.json` is transformers, `metrics.csv` from a Lightning folder is Lightning)
-and, for a plain CSV, a step column named `epoch` (Keras's CSVLogger writes that). A run
+and, for a plain CSV, a step column named `epoch` (Keras's CSVLogger writes that) with no
+`/` in a column name (Keras writes none; YOLO's `results.csv` has `train/box_loss`). A run
 whose meta names its framework (`meta["framework"]`) is taken at its word: a live
 `Monitor(framework=...)` sets it, since a training loop knows what it is, and so does the
 TensorBoard reader when the event files carry their logger's marks (`readers/_event_writer.py`:
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from trainspotter import names
 from trainspotter.model import Run
 
 Framework = Literal["transformers", "lightning", "keras", "pytorch"]
@@ -38,7 +40,10 @@ def framework(run: Run) -> Framework | None:
     if run.source_format == "lightning":
         return "lightning"
     if run.source_format == "csv" and run.meta.get("step_column") == "epoch":
-        return "keras"
+        # Keras names its columns `loss`, `val_accuracy`, `<output>_loss`: never with a
+        # `/`. A namespaced column (YOLO's `train/box_loss`) is another loop's CSV.
+        namespaced = any("/" in m for m in run.metrics if m not in names.CANONICAL)
+        return None if namespaced else "keras"
     return None
 
 
