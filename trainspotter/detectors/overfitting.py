@@ -93,7 +93,7 @@ class OverfittingDetector(
     (or without one), titled as a rise, not as overfitting: the run ends on a much worse
     model than its best. So is an eval loss whose last evaluations all stay well above its
     best evaluation (step 5: `sustained_rise`, 20%, beyond the noise of a best-of-n pick),
-    titled "overfitting" when the train loss kept falling and "degrading while train/loss
+    titled "overfitting" when the train loss kept falling and "degrading while <its train loss>
     is flat" (or "rises", or "not logged") otherwise. A noisy eval loss (a small validation
     set, many evaluations) whose single points never clear those noise tests is reported
     when its evaluations after the minimum trend upward significantly (step 6). The fix
@@ -130,7 +130,7 @@ class OverfittingDetector(
        below its level over the interval that ends at the minimum: a train loss that jumped
        at the minimum and is coming back down falls inside the range without ever getting
        better than it was. The message quotes those two levels, so its numbers and its
-       words agree. Otherwise (or without `train/loss`) only a rise of `large_rise` (50%)
+       words agree. Otherwise (or without a train loss) only a rise of `large_rise` (50%)
        is reported, as "did not keep falling": a moderate eval rise together with a rising
        train loss is divergence, not overfitting.
     5. Otherwise, with `min_eval_points` or more evaluations, the sustained rise
