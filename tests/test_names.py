@@ -11,6 +11,7 @@ from trainspotter.names import (
     NOT_MAPPED,
     TRAIN_LOSS,
     adversarial_losses,
+    is_error_rate,
     is_eval,
     is_loss_like,
     is_param_group_lr,
@@ -304,3 +305,26 @@ def test_an_eval_metrics_train_counterpart_has_its_name_after_the_prefix(
     eval_metric: str, logged: list[str], partner: str | None
 ) -> None:
     assert train_counterpart(eval_metric, logged) == partner
+
+
+@pytest.mark.parametrize(
+    ("name", "rate"),
+    [
+        ("eval/wer", True),
+        ("eval_wer", True),
+        ("val_cer", True),
+        ("test_WER", True),
+        ("eval_wer_ortho", True),
+        ("top1_err", True),
+        ("val/err", True),
+        ("eval/error_rate", True),
+        ("valErrorRate", True),
+        # A "wer" or "cer" inside another word, an unbounded error, a count of errors.
+        ("eval/answer_accuracy", False),
+        ("eval/lower_bound", False),
+        ("val_mean_squared_error", False),
+        ("eval/errors", False),
+    ],
+)
+def test_error_rates_are_recognised_by_whole_words(name: str, rate: bool) -> None:
+    assert is_error_rate(name) is rate

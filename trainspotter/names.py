@@ -351,6 +351,22 @@ def is_rate(name: str) -> bool:
     return any(a == "io" and b == "u" for a, b in pairwise(words))
 
 
+_ERROR_RATE_WORDS = frozenset({"wer", "cer", "err", "errorrate"})
+
+
+def is_error_rate(name: str) -> bool:
+    """An error rate: lower is better, 0 is perfect, bounded (a fraction 0-1, or a
+    percentage 0-100; a WER or CER can pass its bound when a model inserts words). Judged
+    by whole name words (`name_words`): `wer`, `cer` (word and character error rates),
+    `err` (`top1_err`), or `error` followed by `rate` (`error_rate`, `ErrorRate`), so
+    `eval/answer_accuracy` (a "wer" inside "answer") is not one and `val_mean_squared_error`
+    (an error, unbounded) is not a rate."""
+    words = name_words(name)
+    if _ERROR_RATE_WORDS.intersection(words):
+        return True
+    return any(a == "error" and b == "rate" for a, b in pairwise(words))
+
+
 def adversarial_losses(metrics: Iterable[str]) -> frozenset[str]:
     """The train-side losses of a GAN's two players, which need not fall: each player's
     loss moves with the other's skill (a generator's loss rising while the discriminator

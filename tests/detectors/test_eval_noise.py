@@ -14,6 +14,7 @@ from trainspotter.detectors.eval_noise import (
     DETECTOR,
     EvalNoiseParams,
     floor_percent,
+    higher_is_better,
     is_quality_metric,
 )
 from trainspotter.model import Finding, FloatArray, Run, Severity
@@ -190,3 +191,17 @@ def test_a_million_points_in_well_under_a_second() -> None:
 def test_a_lower_bound_percentage_is_rounded_down(fraction: float, text: str) -> None:
     """ "At least 1.5%" was printed "at least 2%" (rounded up): untrue of the data."""
     assert floor_percent(fraction) == text
+
+
+@pytest.mark.parametrize(
+    ("name", "higher"),
+    [
+        ("eval/wer", False),
+        ("val_cer", False),
+        ("eval/top1_err", False),  # "top1" says accuracy; the error word wins
+        ("eval/answer_accuracy", True),  # a "wer" inside "answer" is no WER
+        ("eval/answer_f1", True),
+    ],
+)
+def test_error_rate_direction_is_read_from_whole_words(name: str, higher: bool) -> None:
+    assert higher_is_better(name) is higher

@@ -38,9 +38,9 @@ autocorrelation-corrected p-value is not small (as `stats.Change.falling`)."""
 # Eval metrics that measure model quality (what checkpoints are ranked by). Speed and
 # bookkeeping metrics that readers pass through with an eval prefix (eval_runtime,
 # eval_samples_per_second: `names.is_timing`; a logged learning rate) are noisy by nature
-# and rank nothing.
+# and rank nothing. Error rates (WER, CER, `top1_err`) are `names.is_error_rate`'s.
 _QUALITY = re.compile(
-    r"loss|acc|f1|precision|recall|wer|cer|bleu|rouge|perplexity|ppl|auc|mcc|exact|match|"
+    r"loss|acc|f1|precision|recall|bleu|rouge|perplexity|ppl|auc|mcc|exact|match|"
     r"score|iou|io_u|dice|map|mae|mse|rmse|error|top1|top5|meteor|chrf|reward"
 )
 _LEARNING_RATE = re.compile(r"learning_rate")
@@ -72,14 +72,21 @@ _HIGHER_IS_BETTER = re.compile(
     r"acc|f1|precision|recall|bleu|rouge|auc|mcc|exact|match|score|iou|io_u|dice|map|meteor|chrf|"
     r"reward|top1|top5"
 )
-_LOWER_IS_BETTER = re.compile(r"loss|wer|cer|perplexity|ppl|error|mae|mse|rmse")
+# Word and character error rates are `names.is_error_rate` (whole words: a substring "wer"
+# is in "answer").
+_LOWER_IS_BETTER = re.compile(r"loss|perplexity|ppl|error|mae|mse|rmse")
 
 
 def higher_is_better(metric: str) -> bool | None:
-    """True for an accuracy-like metric, False for a loss- or error-like one, None when the
-    name does not say (the lower-is-better words win: `error_rate_score` is an error)."""
+    """True for an accuracy-like metric, False for a loss- or error-like one (an error rate
+    by `names.is_error_rate`: WER, CER, `top1_err`), None when the name does not say (the
+    lower-is-better words win: `error_rate_score` is an error)."""
     lowered = metric.lower()
-    if names.is_loss_like(metric) or _LOWER_IS_BETTER.search(lowered):
+    if (
+        names.is_loss_like(metric)
+        or names.is_error_rate(metric)
+        or _LOWER_IS_BETTER.search(lowered)
+    ):
         return False
     if _HIGHER_IS_BETTER.search(lowered):
         return True
@@ -114,6 +121,18 @@ def bounded_top(metric: str, values: FloatArray) -> float | None:
     return 1.0 if low >= 0 and high <= 1 else 100.0 if low >= 0 and high <= 100 else None
 
 
+def error_rate_bound(metric: str, values: FloatArray) -> float | None:
+    """1 or 100, the scale of an error rate (`names.is_error_rate`: 0 perfect, 1 or 100%
+    every unit wrong) whose finite values all lie within [0, 1] or [0, 100]; None
+    otherwise. A fraction WER above 1 (a model that inserts words) reads as a percentage
+    of at most a few percent: the reading that claims nothing about a model doing badly."""
+    finite = values[np.isfinite(values)]
+    if not finite.size or not names.is_error_rate(metric):
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    return 1.0 if low >= 0 and high <= 1 else 100.0 if low >= 0 and high <= 100 else None
+
+
 def distance_to_ideal(metric: str, values: FloatArray) -> tuple[float, str]:
     """How far the metric is from perfect, in its own units, and how that was measured:
     1 (or 100) minus the median for a bounded higher-is-better metric (the error rate is
@@ -133,7 +152,11 @@ def is_quality_metric(metric: str) -> bool:
     lowered = metric.lower()
     if not names.is_eval(metric) or names.is_timing(metric) or _LEARNING_RATE.search(lowered):
         return False
-    return names.is_loss_like(metric) or _QUALITY.search(lowered) is not None
+    return (
+        names.is_loss_like(metric)
+        or names.is_error_rate(metric)
+        or _QUALITY.search(lowered) is not None
+    )
 
 
 class EvalNoiseDetector(
