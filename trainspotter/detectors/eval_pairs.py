@@ -23,11 +23,14 @@ from trainspotter.model import Run
 
 
 def eval_losses(run: Run) -> list[str]:
-    """The loss-like eval metrics the detector judges, sorted."""
+    """The eval metrics the detector judges, sorted: loss-like ones (every step) and error
+    rates such as WER and CER (step 8 only)."""
     return sorted(
         m
         for m in run.metrics
-        if m != names.TRAIN_LOSS and names.is_eval(m) and names.is_loss_like(m)
+        if m != names.TRAIN_LOSS
+        and names.is_eval(m)
+        and (names.is_loss_like(m) or names.is_error_rate(m))
     )
 
 

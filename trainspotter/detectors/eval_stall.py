@@ -7,14 +7,19 @@ did not fall either, or is not logged: the model is not learning) through
 improved: no generalisation from the start) through `never_improved`.
 
 The rule. With n >= `MIN_EVALS` evaluations, the metric (in its better direction: a loss
-falls, an accuracy rises) never improved on its first evaluation when all three hold:
+or an error rate falls, an accuracy rises; `eval_noise.higher_is_better`, which reads
+WER, CER, `err` and `error_rate` as whole name words, `names.is_error_rate`) never
+improved on its first evaluation when all three hold:
 1. no significant improving trend (`stats.trend_test`: Mann-Kendall p < 0.05 or a
    near-monotone tau of 0.6 or more in the improving direction, from 8 evaluations);
 2. no evaluation is materially better than the first: better by `MIN_EFFECT` (5%) of the
    first's scale (its absolute value; for a bounded accuracy-like metric its distance to
-   perfect, since 0.90 -> 0.93 is 30% fewer errors) AND by more than two evaluations'
-   noise can differ at one-sided 95% (1.645 x sqrt(2) x the curve's point-to-point
-   sigma, `eval_rise.curve_noise`);
+   perfect, since 0.90 -> 0.93 is 30% fewer errors; for an error rate its value, the
+   distance to 0) AND by more than the best of n - 1 later evaluations of a flat curve
+   beats the first at one-sided 95% (`pair_noise_sigmas`: Bonferroni over the n - 1
+   differences, each with sd sqrt(2) x the curve's point-to-point sigma,
+   `eval_jitter.curve_noise`; 3.95 sigma for 20 evaluations, 3.17 for 5: one pair's
+   bound let one lucky evaluation among 19 pass as an improvement);
 3. the median of the later half of the evaluations is not `MIN_EFFECT` better than the
    first either (a noisy curve that did improve has a lower median even when single
    evaluations sit inside the noise bound).
@@ -23,6 +28,12 @@ Chance level is named only for a loss whose name says cross-entropy (`cross_entr
 message says "if it is a cross-entropy"): the median of its evaluations within
 max(2 sigma, 1% of ln C) of ln C for exactly one class count C (ln 2 = 0.693 for a binary
 classifier, ln 10 = 2.303 for ten classes), the loss of a uniform guess over C classes.
+An error rate (`eval_noise.error_rate_bound`: values within 0-1, or 0-100 for a
+percentage) at or above `MOST_WRONG` (half) of its scale at every evaluation is "most
+wrong": its level says, as a chance level does, that the model did not learn, so both
+are reported whatever the train loss shows (a model that learned in its first epoch, the
+false-positive mode below, does not sit there). The messages quote the raw first, best
+and last evaluations with their steps, and the median of the later half.
 
 False-positive modes: an eval metric whose first evaluation comes after most of the
 learning (an epoch aggregate: Keras and Lightning evaluate at the end of the first epoch)
@@ -40,7 +51,11 @@ that is 100% because it counts something trivial is then not questioned here). A
 that starts late (its train loss's first step past `LATE_START`, 10%, of its last: a
 resumed run) holds none of the learning, so flat train and eval losses there are not
 called "not learning" unless at chance level; a run that really never learned and was
-resumed anyway is then missed.
+resumed anyway is then missed. An error rate is "most wrong" by its values alone: a hard
+task whose model converged in its first epoch to a WER of 50% or more and stayed there
+is reported as not learning after its first evaluation (the numbers are in the message);
+a fraction WER above 1 (a model inserting words) reads as a percentage, so that run is
+not "most wrong" and is judged as any other metric.
 """
 
 from __future__ import annotations
@@ -53,11 +68,12 @@ import numpy as np
 
 from trainspotter import names
 from trainspotter.detectors import stats
-from trainspotter.detectors.eval_jitter import curve_noise
+from trainspotter.detectors.eval_jitter import best_of_n_sigmas, curve_noise
 from trainspotter.detectors.eval_lattice import is_count_fraction
 from trainspotter.detectors.eval_noise import (
     bounded_top,
     distance_to_ideal,
+    error_rate_bound,
     higher_is_better,
     is_quality_metric,
 )
@@ -66,7 +82,7 @@ from trainspotter.detectors.eval_rise import (
     keep_best_fix,
     train_trend,
 )
-from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.model import Finding, FloatArray, Run, Series, Severity
 
 MIN_EVALS = 5
 """Evaluations needed: fewer cannot tell "never improved" from "one lucky first value"."""
@@ -80,9 +96,15 @@ MIN_EFFECT = 0.05
 """An evaluation this fraction of the first's scale better is an improvement (if beyond
 the noise bound): half the 10% band of the train-side "not learning" rule."""
 
-PAIR_Z = 1.645 * math.sqrt(2.0)
-"""Two single evaluations with noise sigma differ by more than this many sigma with 5%
-probability (one-sided)."""
+ALPHA = 0.05
+"""One-sided: a flat curve's best later evaluation beats the noise bound with at most this
+probability."""
+
+MOST_WRONG = 0.5
+"""An error rate at or above this fraction of its scale (0.5, or 50%) at every evaluation
+got most of its words (characters, examples) wrong even at its best: a model that learned
+its task in a first epoch does not sit there, so such a stall is reported whatever the
+train loss shows, like a chance level."""
 
 MONOTONE_TAU = 0.6
 """|tau| >= 0.6 is a trend even when the autocorrelation-corrected p is not small."""
@@ -101,11 +123,15 @@ class EvalStall:
     first_step: int
     last_step: int
     first: float
+    last: float
     best_step: int
     best: float
     later_median: float
     later: int
     sigma: float
+    noise_sigmas: float
+    """How many point-to-point sigmas a later evaluation must beat the first by (the
+    best-of-(n - 1) bound of rule 2)."""
     scale: float
     scale_text: str
     trend_text: str
@@ -113,6 +139,14 @@ class EvalStall:
     """No later evaluation better than the first, and a significant worsening trend."""
     chance: str
     """The chance-level clause ("" when not at a chance level)."""
+    most_wrong: str
+    """The clause for an error rate never below `MOST_WRONG` of its scale ("" otherwise)."""
+
+    @property
+    def no_skill(self) -> bool:
+        """At a cross-entropy's chance level or an error rate mostly wrong throughout: the
+        level itself says the model did not learn, whatever the train loss did."""
+        return bool(self.chance or self.most_wrong)
 
     @property
     def best_gain_percent(self) -> float:
@@ -146,8 +180,9 @@ def never_improved(run: Run, metric: str) -> EvalStall | None:
     if scale <= 0:
         return None
     sigma = curve_noise(y)
+    noise_sigmas = pair_noise_sigmas(n)
     gains = float(badness[0]) - badness[1:]
-    material = (gains >= MIN_EFFECT * scale) & (gains > PAIR_Z * sigma)
+    material = (gains >= MIN_EFFECT * scale) & (gains > noise_sigmas * sigma)
     later = badness[n // 2 :]
     if bool(material.any()) or float(badness[0] - np.median(later)) >= MIN_EFFECT * scale:
         return None
@@ -167,16 +202,43 @@ def never_improved(run: Run, metric: str) -> EvalStall | None:
         first_step=int(x[0]),
         last_step=int(x[-1]),
         first=float(y[0]),
+        last=float(y[-1]),
         best_step=int(x[best]),
         best=float(y[best]),
         later_median=float(np.median(y[n // 2 :])),
         later=int(later.size),
         sigma=sigma,
+        noise_sigmas=noise_sigmas,
         scale=scale,
         scale_text=scale_text,
         trend_text=trend_text,
         worse_from_first=worsening and bool(np.all(badness[1:] >= badness[0])),
         chance=_chance_clause(run, metric, y, sigma) if not higher else "",
+        most_wrong=_most_wrong_clause(metric, x, y),
+    )
+
+
+def pair_noise_sigmas(n: int) -> float:
+    """How many point-to-point sigmas the best of n - 1 later evaluations of a FLAT curve
+    stays within of the first at one-sided 95%: each difference has sd sigma sqrt(2), and
+    the best of n - 1 of them is a pick (Bonferroni, `eval_jitter.best_of_n_sigmas`: 2.33
+    sigma for one later evaluation, 3.17 for 4, 3.95 for 19). A single-pair bound let one
+    lucky evaluation among 19 count as an improvement on a curve that never moved."""
+    return best_of_n_sigmas(max(n - 1, 1), ALPHA) * math.sqrt(2.0)
+
+
+def _most_wrong_clause(metric: str, x: FloatArray, y: FloatArray) -> str:
+    """ "Most wrong" words for an error rate (`eval_noise.error_rate_bound`) at or above
+    `MOST_WRONG` of its scale at every evaluation, else ""."""
+    bound = error_rate_bound(metric, y)
+    if bound is None or float(np.min(y)) < MOST_WRONG * bound:
+        return ""
+    best = int(np.argmin(y))
+    scale = "0-1" if bound == 1.0 else "0-100%"
+    return (
+        f"Its lowest, {float(y[best]):.4g} at step {int(x[best])}, is at least half of its "
+        f"{scale} scale ({MOST_WRONG * bound:g}): most of the output was wrong at every "
+        "evaluation, which a model that learned before its first evaluation would not show."
     )
 
 
@@ -230,13 +292,14 @@ def stall_text(stall: EvalStall) -> str:
             f"{stall.best_gain_percent:.1f}% of {stall.scale_text} ({stall.scale:.3g}) "
             f"{direction}, within what the noise gives or under {100 * MIN_EFFECT:.0f}% "
             f"(an improvement needs both {100 * MIN_EFFECT:.0f}% and more than "
-            f"{PAIR_Z:.2f}x its point-to-point noise {stall.sigma:.3g})"
+            f"{stall.noise_sigmas:.2f}x its point-to-point noise {stall.sigma:.3g}, the "
+            f"bound for the best of {stall.n - 1} later evaluations)"
         )
     return (
         f"{stall.metric} was {stall.first:.4g} at its first evaluation (step "
-        f"{stall.first_step}) and never got materially better: {best}; the median of its "
-        f"last {stall.later} evaluations is {stall.later_median:.4g}, with "
-        f"{stall.trend_text}."
+        f"{stall.first_step}) and never got materially better: {best}; its last is "
+        f"{stall.last:.4g} (step {stall.last_step}) and the median of its last "
+        f"{stall.later} evaluations {stall.later_median:.4g}, with {stall.trend_text}."
     )
 
 
@@ -283,7 +346,7 @@ def not_learning_findings(
             and float(train_x[0]) <= LATE_START * float(train_x[-1])
             and trend.end.value > (1 - MIN_EFFECT) * trend.start.value
         )
-        if not stall.chance and (train_reported or not train_flat_from_start):
+        if not stall.no_skill and (train_reported or not train_flat_from_start):
             continue
         findings.append(_not_learning_finding(detector, stall, trend))
     return findings
@@ -297,10 +360,13 @@ def _got_worse(stall: EvalStall) -> bool:
     return sign * (stall.later_median - stall.first) >= MIN_EFFECT * stall.scale
 
 
+def _level_clauses(stall: EvalStall) -> str:
+    """The chance-level and most-wrong clauses, each after a space ("" when neither)."""
+    return "".join(" " + clause for clause in (stall.chance, stall.most_wrong) if clause)
+
+
 def _not_learning_finding(detector: str, stall: EvalStall, trend: TrainTrend) -> Finding:
-    message = stall_text(stall)
-    if stall.chance:
-        message += " " + stall.chance
+    message = stall_text(stall) + _level_clauses(stall)
     message += f" Meanwhile {train_words(trend)}."
     if stall.first_step > 0:
         message += (
@@ -332,13 +398,26 @@ def _finding(
     )
 
 
+def no_generalisation(
+    run: Run, detector: str, metric: str, train: Series | None, name: str = names.TRAIN_LOSS
+) -> Finding | None:
+    """Overfitting's step 8: `metric` never improved on its first evaluation while the
+    train loss fell, and its level (chance, most wrong) or its worsening says the model
+    did not learn what carries over; None otherwise."""
+    stall = never_improved(run, metric)
+    if stall is None or not (stall.no_skill or stall.worse_from_first):
+        return None
+    x = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)[0]
+    if train_fell(trend := train_trend(train, x, 0, 0.05, name)):
+        return no_generalisation_finding(run, detector, stall, trend)
+    return None
+
+
 def no_generalisation_finding(
     run: Run, detector: str, stall: EvalStall, trend: TrainTrend
 ) -> Finding:
     """Overfitting's eval-side finding: the train loss fell, the eval never improved."""
-    message = stall_text(stall)
-    if stall.chance:
-        message += " " + stall.chance
+    message = stall_text(stall) + _level_clauses(stall)
     message += (
         f" Meanwhile {train_words(trend)}: the model fits something in the training set "
         "that does not carry over to the eval set (memorising, training labels that do not "
@@ -353,10 +432,13 @@ def no_generalisation_finding(
         f"{stall.metric} never improved on its first evaluation while "
         f"{trend.name} fell (no generalisation)"
     )
+    keep_best = keep_best_fix(run, stall.metric, stall.best_step, stall.best)
+    regularise = "Regularise or shrink the model: weight decay, dropout, data augmentation"
+    # A checkpoint mostly wrong is not worth keeping: the labels come first then.
     fixes = (
-        keep_best_fix(run, stall.metric, stall.best_step, stall.best),
-        NOT_LEARNING_FIXES[0],
-        "Regularise or shrink the model: weight decay, dropout, data augmentation",
+        (NOT_LEARNING_FIXES[0], regularise, keep_best)
+        if stall.most_wrong
+        else (keep_best, NOT_LEARNING_FIXES[0], regularise)
     )
     return _finding(detector, stall, title, message, fixes)
 
@@ -372,6 +454,9 @@ def stall_evidence(stall: EvalStall) -> dict[str, float | int | str]:
         "eval_noise": stall.sigma,
         "scale": stall.scale,
         "chance_level": "yes" if stall.chance else "no",
+        "last_step": stall.last_step,
+        "last_value": stall.last,
+        "most_wrong": "yes" if stall.most_wrong else "no",
     }
 
 

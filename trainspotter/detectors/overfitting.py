@@ -102,7 +102,8 @@ class OverfittingDetector(
     (`eval_pairs.other_bests`: accuracy, F1, mAP, WER; not a one-sided precision or recall),
     eval-named or bounded and logged only at the eval loss's steps (YOLO's
     `metrics/mAP50-95(B)`); one best at another step is named in the fix too, one at the
-    same step is said as such (a worse model by that metric too). Severity: warning.
+    same step is said as such (a worse model by that metric too). Step 8 also reads eval
+    error rates (WER, CER). Severity: warning.
 
     **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
@@ -187,7 +188,8 @@ class OverfittingDetector(
        while the train loss fell 5%+: no generalisation from the start, when it sits at a
        cross-entropy's chance level (ln C) or no later evaluation is below the first and
        it worsens significantly; a flat eval alone is not (a model that learned within
-       its first epoch looks the same). With a flat train loss it is plateau's.
+       its first epoch looks the same); an error rate (WER, CER) only at half its 0-1 or
+       0-100% scale or more throughout (the labels first in the fixes). Flat train: plateau's.
 
     Noise (steps 2, 5, 6; `eval_jitter.EvalJitter`): checkpoints evaluated on one eval set
     share most of their errors, so an eval level wanders more than neighbours differ. The
@@ -253,11 +255,10 @@ class OverfittingDetector(
     read as a rise (healthy property test, realistic eval curves: 12 of 1000 seeds, 39
     before; a flat eval with 10% jitter, phi 0.8, 12-60 evaluations: 20-28%, from 34-70%); a
     raw best within the Gaussian bound of its neighbours stays a baseline. The price: a slow
-    real rise on a correlated-looking eval is missed more often. Loss-like metrics only: a
-    WER going the wrong way is not judged here, but its best step is named (an eval loss
-    can rise while the task metric still improves). A component with no train twin is
-    judged against the total `train/loss`; a per-epoch train accuracy under a bare name
-    (`acc`, no `val_acc`) is quoted as "logged at the same steps" (true) like `metrics/*`.
+    real rise on a correlated-looking eval is missed more often. A WER going the wrong way
+    is not judged (error rates: step 8 only), but its best step is named. A component with
+    no train twin is judged against the total `train/loss`; a per-epoch train accuracy
+    under a bare name (`acc`, no `val_acc`) is quoted as "logged at the same steps" (true).
     The trend (step 6): about 5% of flat curves trend "significantly" at alpha 5% (more on
     slowly wandering ones: Mann-Kendall's correction, uncorrected for its small-sample bias,
     only partly covers them); the 5% effect floor and the standard error of the medians
@@ -271,10 +272,11 @@ class OverfittingDetector(
     end while train/loss keeps falling. Short runs: `examples/keras_short_overfit/` (3
     epochs, +31% from step 0) and `examples/keras_finetune_overfit_4_epochs/` (4 epochs,
     val_loss higher at each epoch after step 0, +8% at step 3). Never improved:
-    `examples/keras_shuffled_train_labels/` (from step 0). Components (YOLO's layout):
-    `examples/torch_box_head_overfit/results.csv`, `val/box_loss` from step 13 while
-    `train/box_loss` falls. Silent on `examples/healthy/trainer_state.json` and
-    `examples/torch_multihead_healthy/`.
+    `examples/keras_shuffled_train_labels/` (from step 0); a CER, 0.885 at step 62 and
+    0.8758 at step 1889, `examples/lightning_cer_shuffled_labels/`. Components (YOLO's
+    layout): `examples/torch_box_head_overfit/results.csv`, `val/box_loss` from step 13
+    while `train/box_loss` falls. Silent on `examples/healthy/trainer_state.json`,
+    `examples/torch_multihead_healthy/` and `examples/lightning_cer_healthy/`.
     """
 
     def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
@@ -340,8 +342,11 @@ def _check(
 ) -> Finding | None:
     """The finding for one eval loss: overfitting (rising while its train loss `partner`,
     (name, series), falls), a large rise whatever the train loss did, or a sustained rise
-    above its best evaluation whatever the train loss did; None otherwise."""
+    above its best evaluation whatever the train loss did; None otherwise. An error rate
+    gets step 8 only."""
     name, train = partner if partner is not None else (names.TRAIN_LOSS, None)
+    if not names.is_loss_like(metric):
+        return eval_stall.no_generalisation(run, NAME, metric, train, name)
     x, y = stats.finite_xy(run.metrics[metric].steps, run.metrics[metric].values)
     if y.size < 3:
         return None
@@ -385,12 +390,7 @@ def _check(
             title, message, evidence = trend_text(metric, x, drift, trend)
             onset = int(x[onset_index(y, drift.k, drift.width)])
             return _finding(run, metric, x, y, title, message, "", onset, evidence, trend)
-    stall = eval_stall.never_improved(run, metric)
-    if stall is None or not (stall.chance or stall.worse_from_first):
-        return None
-    if eval_stall.train_fell(trend := train_trend(train, x, 0, 0.05, name)):
-        return eval_stall.no_generalisation_finding(run, NAME, stall, trend)
-    return None
+    return eval_stall.no_generalisation(run, NAME, metric, train, name)  # step 8
 
 
 def _rise_finding(

@@ -166,8 +166,10 @@ class PlateauDetector(
     6. *Eval never improved* (warning, `eval_stall.py`, whose docstring gives the rule and
        its false-positive modes): an eval quality metric with no improving trend and no
        evaluation materially better than its first, while the train loss did not fall
-       5%; only at a cross-entropy's chance level (ln C), or when the train loss, logged
-       from the first evaluation on, is flat too and not already reported here.
+       5%; only at a cross-entropy's chance level (ln C), for an error rate (WER, CER,
+       `err`, `error_rate`) at half its 0-1 or 0-100% scale or more at every evaluation
+       (most of the output wrong throughout), or when the train loss, logged from the
+       first evaluation on, is flat too and not already reported here.
     "Far from converged" is therefore defined by the curve itself (it kept three quarters
     of its starting loss, or never lost 10% of it) or by a cause that stops learning (the LR at
     ~0 long before the end): the detector cannot know the best achievable loss.
