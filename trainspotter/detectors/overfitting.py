@@ -149,9 +149,9 @@ class OverfittingDetector(
        or of a rolling median, and the median of the m recent values up to 1.645 of its sd
        above it (Noise below); (c) it persists: each of the last `sustained_evals`
        evaluations lies half the rise or more above the baseline (one bad last evaluation is
-       not a rise). Not when the train loss blew up meanwhile (its level over the last
-       evaluation interval 10x or more its level at the eval minimum): the model diverged,
-       the divergence detector reports that, and the eval's rise is its echo. The message
+       not a rise: spikes reports it). Not when the train loss blew up meanwhile (its level
+       over the last evaluation interval 10x or more its level at the eval minimum): the
+       model diverged, the divergence detector reports that, the rise is its echo. The message
        names what the train loss did: kept falling (then the title says overfitting), rose
        (its later half's median 10% over its earlier half's), or is flat (no significant
        downward trend; Kendall's tau and the Mann-Kendall p are quoted, since a noisy train

@@ -205,7 +205,8 @@ class DivergenceDetector(
       whole run; a climb under a tenth of the height the curve has come down is a wiggle.
     - `drift_min_points` 20, `drift_min_tail_points` 10, `drift_min_tail_fraction` 0.1:
       below these a trend test on the loss (or on the stretch after its minimum) is not
-      attempted.
+      attempted. A jump at the last few logged points is no sustained rise (10 points after
+      the minimum at least): the spikes detector's end-of-log rule reports it.
 
     **False-positive modes.** A deliberate rise: a curriculum or data-mixture change that
     makes later batches harder; a run that ends in the middle of a warm-restart cycle whose

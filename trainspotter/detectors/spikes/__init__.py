@@ -3,9 +3,10 @@
 A subpackage of one pipeline over one `Curve`: `scoring` scores each point against its
 trailing window, forms episodes and judges recovery and absolute size; `message` turns an
 episode into a finding; `neighbours` judges the points too early for a trailing window
-(one point an order of magnitude above both neighbours); this module runs them per metric
-and folds a total loss's terms into the total's findings; `params` holds the id and
-parameters every part reads.
+(one point an order of magnitude above both neighbours); `end` judges the log's last points,
+which nothing after them can show coming back; this module runs them per metric and folds a
+total loss's terms into the total's findings; `params` holds the id and parameters every
+part reads.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Abstain, Detector, Reads, Scope, scope_or_abstain
+from trainspotter.detectors.spikes.end import end_episode, settle_end
 from trainspotter.detectors.spikes.message import spike_finding
 from trainspotter.detectors.spikes.neighbours import neighbour_spikes, unjudged_points
 from trainspotter.detectors.spikes.params import NAME, SpikesParams
@@ -53,6 +55,12 @@ class SpikesDetector(
     damaged: it stays well above where it was before the jump for at least
     `recovery_points` points after it). An episode with fewer than `recovery_points`
     points after it (the end of the log) is a warning that says how many there were. A
+    jump at the very end of the log (the last logged point, or the last few, all up) is
+    judged by its own rule (step 7): a warning that says it is the last logged point and
+    nothing after it can show a recovery, that the final checkpoint may be worse than an
+    earlier one (naming the lowest earlier evaluation for an eval loss), never an error on
+    that evidence alone; a last point no further up than twice the curve's own earlier
+    rises is info (one hard batch looks the same). A
     spike judged against fewer than a full window of earlier points (early in the log)
     says so and is one level less severe. When a run logs a total loss and its terms
     (`train/loss` or `mean_loss` beside `*_loss` columns), one incident is one finding on
@@ -115,7 +123,7 @@ class SpikesDetector(
        give ~0 and one hard example gives a jump of orders of magnitude), an episode that
        came back within `recovery_points` points and stayed below the reference is the
        loss's own heavy tail: not reported (one whose recovery the log cannot show is
-       info).
+       info, at the end of the log too).
        Both tests measure against the highest level the curve held before, and a
        start-up transient must not set it: the first logs of a run with a bad initial
        scale (unnormalised targets, a huge first output) can sit 6-8 decades above
@@ -175,6 +183,26 @@ class SpikesDetector(
        warning, never an error: it rests on 2 neighbouring points, and it came back at the
        next. A train loss's first `min_baseline` logs of a longer log are left alone (its
        fast, noisy start); a single per-batch point is the trailing-window rule's job.
+    7. The end of the log (`end`). The last logged point has nothing after it, so step 4
+       cannot judge it and step 5 cannot tell one hard batch (back at the next point: info)
+       from the start of a blow-up; a metric with fewer than `min_points` points (a
+       10-epoch Keras log) is not scored by steps 2-5 at all. The last k logged points
+       (k = 1 up to `recovery_points` - 1, the longest tail that passes; at least
+       `min_baseline` points before it; not when the metric ends non-finite, which is
+       step 4's "never came back") are a jump the log ends on when each of them stands at
+       least `min_ratio` x and `end_z` noise sigmas above the median of the 5 points before
+       the tail (noise as in step 2, from up to `window` points before it), when the lowest
+       of them is at least `end_history_multiple` x as far above that level (log units for a
+       positive loss) as any earlier point of the curve rose above the median of the 5
+       points before it (`end.earlier_rise`: the reach of the curve's own noise and of the
+       incidents it came back from), and when it is large in absolute terms (step 3b). A
+       warning (info on a memorised curve, step 3b), whatever the baseline's length: one
+       point or a few are all the evidence, so never an error, and the message says so,
+       quotes the point before it, the largest earlier rise, and, for an eval loss, the
+       lowest earlier evaluation (the checkpoint the final one may be worse than). It
+       replaces the episodes of steps 2-5 inside its tail. A step-2 spike that is the last
+       logged point alone and fails this rule (its jump is within twice the curve's
+       largest earlier rise) is info: "as likely one hard batch".
 
     Cost: exact statistics for a point need its own window; on series of more than 2,000
     points `stats.trailing_block_baseline` (O(n)) screens candidates first, and only those
@@ -220,6 +248,15 @@ class SpikesDetector(
     - `startup_fall` 10: minibatch noise and a steep but smooth descent move a loss by
       less than tenfold between two logs; a start-up transient falls by 10^2-10^6 in one
       (4.3e6 -> 1.0 in lightning/012).
+    - `end_z` 4 and `end_history_multiple` 2: the last point has no recovery to judge and
+      may rest on a short, rough noise baseline, so z 8 (a threshold for points judged
+      against a full window and then by what came after) would miss a noisy short eval
+      curve's 13x blow-up (robust z 5.7 against its 9 evaluations, in a published Keras
+      log); the curve's own history carries the rest of the evidence instead: a curve
+      whose noise or earlier incidents already reached 1.3x must end more than
+      1.3^2 = 1.7x up, and a curve that never rose needs only `min_ratio`. 4 sigmas keep a
+      per-batch loss spread over a decade (batch size 1), where 10x is within the noise,
+      from counting.
 
     **False-positive modes.** Deliberate discontinuities: an LR warm restart (SGDR) can
     lift the loss by more than half for a while (the lr_schedule detector names the
@@ -264,6 +301,23 @@ class SpikesDetector(
     that started high, but not on an eval-only log whose every value is near zero. Misses
     by design: a two-point burst (neither point is above both of its neighbours), a jump
     under 10x, and a jump between neighbours that disagree by more than 2x.
+    End of the log (step 7): a heavy-tailed per-batch loss whose last logged batch is
+    its largest outlier so far. Over the 300 healthy runs of
+    tests/detectors/test_healthy_property.py (256,220 train-loss points), steps 2-5 find 34
+    single-point outliers (z 8-37, 1.5-2.75x, each back at the next point: info); cutting
+    each log right after its outlier, so that it is the last logged point, 14 are warnings
+    (16 info, 4 nothing; 29 warnings before this rule, which judged such a point as any
+    episode too close to the end), because they were the first outliers of their logs and
+    rose 2-17x as far (log units) as anything before them. A healthy run ends on such a
+    point about once in 7,500 runs (34 in 256,220 points), and warns about once in 18,000;
+    on the property test's own runs, whose last point is whatever the noise gives: 0 of
+    300. The same holds for an eval loss of heavy-tailed jitter (Student-t, 9%: one
+    evaluation 4.3x its level at z 17 in the realistic eval family): a warning when it is
+    the last. A deliberate change at the last step (a final evaluation on another set, a
+    schedule that ends with a restart) is reported as what it looks like. Misses by
+    design: a final jump under `min_ratio`, one no more than twice (log units) the
+    curve's largest earlier rise, and a raised tail of `recovery_points` or more points,
+    which step 4 judges (did not recover: an error).
     Start-up transient: a run logged so sparsely that its loss falls tenfold between two
     of its first logs, or halves at every log for its first few, and then memorises has
     its reference taken after that fall, so its memorised jumps that last a few logs can
@@ -366,8 +420,10 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
         ends_nonfinite=not bool(np.isfinite(series.values[-1])),
     )
     early = neighbour_spikes(name, run, curve, unjudged, params) if unjudged else []
+    # The last logged points, which nothing after them can show coming back (`end`).
+    end = end_episode(curve, params)
     if unjudged == n:
-        return early
+        return early + ([spike_finding(name, run, curve, end, params, 1)] if end else [])
     z, median, sigma = spike_scores(curve, params)
     found = [
         judge_episode(curve, z, median, sigma, start, end, params)
@@ -385,6 +441,7 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
         )
     ]
     found = [e for e in merge_unrecovered(found) if large_enough(curve, e, params)]
+    found = settle_end(found, end, curve)
     return early + [
         spike_finding(name, run, curve, e, params, len(found))
         for e in worth_showing(found, curve, params)

@@ -41,7 +41,7 @@ def spike_finding(
         + ("" if single else f", over steps {start_step}-{end_step}")
         + ". "
     )
-    if ep.z < params.z_threshold:
+    if ep.by_run:
         # Flagged as a run (`scoring.flagged_points`): say why a z under the threshold counts.
         message += (
             f"No single point reaches robust z {fmt(params.z_threshold)}, but at least "
@@ -68,7 +68,13 @@ def spike_finding(
     points_after = int(curve.values.size - 1 - ep.end)
     evidence["points_after_episode"] = points_after
     near = True
-    if ep.recovered is None:
+    if ep.by_end or ep.within_history:
+        # The log ends on it: nothing after it, one point or a few of evidence (`end`).
+        severity, recovery = _end_severity(curve, ep, params), "unknown"
+        text, end_evidence = end_of_log_text(name, curve, ep, params)
+        message += text
+        evidence.update(end_evidence)
+    elif ep.recovered is None:
         # Once the curve has memorised, an unjudged jump is as likely one hard batch; a run
         # of raised points the log ends on may as well be the start of a lasting shift.
         quiet = is_memorised(curve, ep, params) or ep.by_run
@@ -132,8 +138,9 @@ def spike_finding(
                 f"It did not recover: it ends at a median of {fmt(level_after)}, "
                 f"{_relative(level_after, baseline)}."
             )
-    if short_baseline:
-        # Severity follows evidence: a rough noise estimate lowers it one level.
+    if short_baseline and not ep.by_end:
+        # Severity follows evidence: a rough noise estimate lowers it one level (the end
+        # rule's warning rests on the curve's whole history, not on that estimate alone).
         severity = Severity(max(int(Severity.INFO), int(severity) - 1))
     if ep.absorbed:
         later = "before coming back" if ep.recovered else "after that"
@@ -173,6 +180,12 @@ def spike_finding(
         "no": "and did not recover",
         "unknown": "too close to the end of the log to judge recovery",
     }[recovery]
+    if ep.by_end or ep.within_history:
+        last = "point" if single else f"{ep.end - ep.start + 1} points"
+        outcome = (
+            f"at its last logged {last}: nothing after {'it' if single else 'them'} can show "
+            "a recovery"
+        )
     title = f"{name} spiked {at} {outcome}"
     return Finding(
         detector=NAME,
@@ -183,8 +196,115 @@ def spike_finding(
         step_end=end_step,
         message=message,
         evidence=evidence,
-        fixes=spike_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
+        fixes=_end_fixes(name, start_step, evidence)
+        + spike_fixes(name, start_step, severity, first_logged=int(steps[0]), run=run),
     )
+
+
+def _end_fixes(name: str, start_step: int, evidence: Evidence) -> tuple[str, ...]:
+    """For an episode the log ends on (not one within the curve's history): what was
+    different at the end, and which checkpoint to trust meanwhile."""
+    if evidence.get("rule") != "end_of_log" or evidence.get("within_history") == "yes":
+        return ()
+    best = evidence.get("best_earlier_step")
+    keep = (
+        f"the checkpoint from step {best} (the lowest {name} before it)"
+        if best is not None
+        else f"the last checkpoint before step {start_step}"
+    )
+    return (
+        f"Do not use the final checkpoint on this evidence alone: compare it with {keep}, and "
+        "evaluate again or train a few more steps to see whether the loss comes back.",
+        "Check what changed in the last logged interval: an LR schedule step at the end of "
+        "training (a factor applied the wrong way round), the last batch or shard of the "
+        "data, an evaluation set or mode that changed.",
+    )
+
+
+def _end_severity(curve: Curve, ep: Episode, params: SpikesParams) -> Severity:
+    """An episode the log ends on: a warning when the end rule found it (`end`), unless
+    the curve had memorised (one hard example then gives such a jump); info when it is a
+    single last point within the curve's own history of rises."""
+    if ep.within_history or is_memorised(curve, ep, params):
+        return Severity.INFO
+    return Severity.WARNING
+
+
+def end_of_log_text(
+    name: str, curve: Curve, ep: Episode, params: SpikesParams
+) -> tuple[str, Evidence]:
+    """What an episode the log ends on rests on, what it may mean, and (for an eval loss)
+    the best earlier evaluation; with its evidence."""
+    steps, raw = curve.steps, curve.raw
+    start_step = int(steps[ep.start])
+    count = ep.end - ep.start + 1
+    what = (
+        "the last logged point"
+        if count == 1
+        else f"the last {count} logged points (steps {start_step}-{int(steps[ep.end])})"
+    )
+    it = "it" if count == 1 else "them"
+    text = (
+        f"It is {what}: nothing after {it} can show whether {name} would have come back, so "
+        f"this rests on {'one point' if count == 1 else f'{count} points'}. "
+    )
+    evidence: Evidence = {"rule": "end_of_log", "points_after_episode": 0}
+    if ep.start >= 1:
+        prev_step, prev = int(steps[ep.start - 1]), float(raw[ep.start - 1])
+        if prev > 0 and count == 1:
+            ratio = float(raw[ep.peak]) / prev
+            text += f"It is {fmt(ratio)}x the point before it ({fmt(prev)} at step {prev_step}). "
+    if ep.earlier_rise_at is None:
+        history = (
+            f"No earlier point of {name} rose above the median of the {RECENT_POINTS} points "
+            "before it."
+        )
+    else:
+        at = ep.earlier_rise_at
+        level_then = curve.back(float(curve.values[at]) - ep.earlier_rise)
+        size = (
+            f"{fmt(float(raw[at]) / level_then)}x"
+            if curve.in_log
+            else f"+{fmt(float(raw[at]) - level_then)}"
+        )
+        history = (
+            f"The largest earlier rise of {name} was {size} the median of the {RECENT_POINTS} "
+            f"points before it ({fmt(float(raw[at]))} at step {int(steps[at])})."
+        )
+        if curve.in_log:
+            evidence["largest_earlier_rise_ratio"] = float(raw[at]) / level_then
+        evidence["largest_earlier_rise_step"] = int(steps[at])
+        evidence["largest_earlier_rise_value"] = float(raw[at])
+    text += history + " "
+    if ep.within_history:
+        text += (
+            "A last point within twice that rise (in log units) is as likely one hard batch "
+            "of the curve's own noise as the start of a blow-up."
+        )
+        evidence["within_history"] = "yes"
+        return text, evidence
+    if is_memorised(curve, ep, params):
+        text += (
+            f"The curve sat below {fmt(100 * params.near_zero_fraction)}% of its earlier level "
+            "(memorised), where one hard example gives such a jump, and it stays below that "
+            "level."
+        )
+        return text, evidence
+    subject = "evaluation" if is_eval(name) else "stretch of data"
+    text += (
+        f"The run ended on a blow-up or a bad {subject}, and the final checkpoint may be "
+        "worse than an earlier one"
+    )
+    if is_eval(name) and ep.start >= 1:
+        best = int(np.argmin(raw[: ep.start]))
+        text += (
+            f": the lowest {name} before it was {fmt(float(raw[best]))} at step {int(steps[best])}."
+        )
+        evidence["best_earlier_step"] = int(steps[best])
+        evidence["best_earlier_value"] = float(raw[best])
+    else:
+        text += f" (the last checkpoint before step {start_step})."
+    return text, evidence
 
 
 def _relative(value: float, baseline: float) -> str:

@@ -84,3 +84,17 @@ class SpikesParams:
     startup_fall: float = 10.0
     """A fall of at least this ratio between two consecutive logs among a log's first
     points ends a start-up transient, which the progress and memorised tests then skip."""
+    end_z: float = 4.0
+    """The last logged points (the end-of-log rule, `end`) must stand at least this many
+    noise sigmas (and `min_ratio`) above the median of the points before them..."""
+    end_history_multiple: Annotated[
+        float,
+        Above(
+            1,
+            False,
+            "below 1 a last point smaller than a jump the curve already made and came back "
+            "from would count",
+        ),
+    ] = 2.0
+    """...and at least this many times as far (in log units for a positive loss: the ratio
+    squared) above it as any earlier point rose above the median of the points before it."""

@@ -56,6 +56,18 @@ class Episode:
     """Found only by the run rule: no point reaches `z_threshold` (`flagged_points`)."""
     sigma: float = math.nan
     """The noise sigma of the episode's first point, in `values` units."""
+    by_end: bool = False
+    """Found by the end-of-log rule (`end.end_episode`): the log's last points, far above
+    the level before them and beyond every earlier rise of the curve."""
+    earlier_rise: float = math.nan
+    """For an episode the log ends on: the largest rise of an earlier point above the
+    median of the `RECENT_POINTS` before it, in `values` units (0 when none rose)."""
+    earlier_rise_at: int | None = None
+    """Index of that earlier point (None when none rose)."""
+    within_history: bool = False
+    """A single last logged point that the end-of-log rule does not pass: the curve rose
+    half as far (in `values` units) or more before and came back, so this one is as likely
+    its own tail (one hard batch) as a blow-up."""
 
 
 def is_memorised(curve: Curve, ep: Episode, params: SpikesParams) -> bool:
@@ -194,7 +206,7 @@ def spike_scores(curve: Curve, params: SpikesParams) -> tuple[FloatArray, FloatA
     padded = np.concatenate((np.full(window, np.nan), values))
     # Row i of `windows` holds values[i - window : i] (NaN before the first point).
     windows = np.lib.stride_tricks.sliding_window_view(padded, window)
-    quantum = _resolution(curve.raw)
+    quantum = logging_resolution(curve.raw)
     for chunk in np.array_split(idx, max(1, idx.size // _CHUNK_ROWS)):
         rows = windows[chunk]
         enough = np.count_nonzero(np.isfinite(rows), axis=1) >= 3
@@ -231,7 +243,7 @@ _CHUNK_ROWS = 20_000
 """Candidates scored per batch: bounds the temporary window copies to a few MB."""
 
 
-def _resolution(raw: FloatArray) -> float:
+def logging_resolution(raw: FloatArray) -> float:
     """The logging resolution: the smallest gap between distinct logged values (1e-4 for a
     loss rounded to 4 decimals; negligible for full-precision floats)."""
     distinct = np.unique(raw)

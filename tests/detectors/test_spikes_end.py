@@ -1,0 +1,116 @@
+"""spikes, the end of the log (`spikes.end`): the last logged points, which nothing after
+them can show coming back.
+
+Before the rule a metric shorter than `min_points` (a 10-epoch log) was never judged at its
+last point (the neighbour rule needs a point after it), and a long per-batch loss whose last
+logged batch was a heavy-tailed outlier was a warning like any episode too close to the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from synth import decaying_loss, every, make_run
+
+from trainspotter.detectors.spikes import DETECTOR, SpikesParams
+from trainspotter.model import Finding, FloatArray, Run, Severity
+from trainspotter.names import EVAL_LOSS, TRAIN_LOSS
+
+PARAMS = SpikesParams()
+
+
+def _detect(run: Run) -> list[Finding]:
+    return DETECTOR.detect(run, PARAMS)
+
+
+def _short_eval(last: float, seed: int = 3, n: int = 10) -> tuple[FloatArray, FloatArray]:
+    """An eval loss over n epochs: falls from ~0.3 to ~0.03 with 30% jitter, then `last`."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, n + 1, dtype=np.int64)
+    clean = 0.03 + 0.27 * np.exp(-(steps - 1) / 2.0)
+    values = clean * np.exp(rng.normal(0.0, 0.3, n))
+    values[-1] = last
+    return steps, values
+
+
+def _short_run(last: float, seed: int = 3) -> tuple[Run, FloatArray, FloatArray]:
+    steps, values = _short_eval(last, seed)
+    train = 0.02 + 0.8 * np.exp(-(steps - 1) / 1.5)
+    return make_run({EVAL_LOSS: (steps, values), TRAIN_LOSS: (steps, train)}), steps, values
+
+
+def test_a_short_eval_loss_that_jumps_at_its_last_evaluation_is_a_warning() -> None:
+    run, steps, values = _short_run(last=0.3)
+    (f,) = [f for f in _detect(run) if f.metric == EVAL_LOSS]
+    assert f.severity is Severity.WARNING
+    assert (f.step_start, f.step_end) == (10, 10)
+    assert f.evidence["rule"] == "end_of_log" and f.evidence["recovered"] == "unknown"
+    assert "last logged point" in f.title
+    assert "It is the last logged point: nothing after it can show" in f.message
+    assert "final checkpoint may be worse than an earlier one" in f.message
+    best = int(np.argmin(values[:-1]))
+    assert f.evidence["best_earlier_step"] == int(steps[best])
+    assert f"at step {int(steps[best])}." in f.message
+    assert any("Do not use the final checkpoint" in fix for fix in f.fixes)
+
+
+def test_the_same_short_curve_without_the_jump_is_silent() -> None:
+    for seed in range(20):
+        steps, values = _short_eval(last=0.0, seed=seed)
+        values[-1] = values[-2] * 1.2
+        run = make_run({EVAL_LOSS: (steps, values)})
+        assert not _detect(run), seed
+
+
+def test_a_last_point_within_twice_the_curves_earlier_rises_is_info() -> None:
+    """A per-batch loss whose earlier outliers reached 2x: a last batch 2.5x up is as
+    likely its own tail (one hard batch) as a blow-up."""
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, seed=5, noise=0.02)
+    loss[400] *= 2.0  # an earlier hard batch, back at the next
+    loss[-1] *= 2.5
+    found = [
+        f for f in _detect(make_run({TRAIN_LOSS: (steps, loss)})) if f.step_end == int(steps[-1])
+    ]
+    (f,) = found
+    assert f.severity is Severity.INFO
+    assert f.evidence["within_history"] == "yes"
+    assert f.evidence["largest_earlier_rise_step"] == int(steps[400])
+    assert "as likely one hard batch" in f.message
+
+
+def test_a_last_point_far_beyond_the_curves_history_is_a_warning_not_an_error() -> None:
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, seed=5, noise=0.02)
+    loss[-1] *= 6.0
+    (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss)}))
+    assert f.severity is Severity.WARNING
+    assert f.evidence["rule"] == "end_of_log" and f.step_end == int(steps[-1])
+    assert f"the last checkpoint before step {int(steps[-1])}" in f.message
+
+
+def test_the_last_few_points_up_are_one_episode_the_log_ends_on() -> None:
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, seed=5, noise=0.02)
+    loss[-3:] *= np.array([4.0, 5.0, 6.0])
+    (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss)}))
+    assert f.severity is Severity.WARNING
+    assert (f.step_start, f.step_end) == (997, 999)
+    assert "the last 3 logged points (steps 997-999)" in f.message
+
+
+def test_a_memorised_curve_ending_on_one_hard_example_is_info() -> None:
+    steps = every(400, 1)
+    rng = np.random.default_rng(0)
+    loss = np.where(steps < 50, 2.3, 1e-3) * np.exp(rng.normal(0.0, 0.05, steps.size))
+    loss[-1] = 0.05  # 50x a memorised level, far below where the curve started
+    found = _detect(make_run({TRAIN_LOSS: (steps, loss)}))
+    assert all(f.severity is Severity.INFO for f in found), found
+
+
+def test_a_metric_that_ends_non_finite_is_left_to_the_did_not_recover_rule() -> None:
+    steps = every(1000, 1)
+    loss = decaying_loss(steps, seed=12)
+    loss[-3] *= 50.0
+    loss[-2:] = np.nan
+    (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss)}))
+    assert f.severity is Severity.ERROR and "rule" not in f.evidence
