@@ -332,6 +332,11 @@ class SpikesDetector(
     `examples/lightning_bn_eval_spike/lightning_logs/version_0/metrics.csv`: a warning at
     step 39, the second evaluation, where eval/loss is at least 33x both of its neighbours
     (a batch with a +100 offset moved BatchNorm's running mean just before it).
+    `examples/lightning_last_epoch_lr/lightning_logs/version_0/metrics.csv`: a warning at
+    step 199, the last logged point, for eval/loss (0.255 at step 179, 1.452 at step 199:
+    4.1x the median of the 5 evaluations before, naming step 179 as the lowest earlier
+    one) and for train/loss (0.262 -> 0.750, 1.95x), where an LR schedule bug multiplied
+    the LR by 100 for the last epoch.
     `examples/lightning_shard_burst/lightning_logs/version_0/metrics.csv`: a warning at
     steps 300-304, five mislabelled batches, each a few noise sigmas up (none alone at
     z 8) on a batch-16 loss; from step 309 the loss is back within 2 noise sigmas but
