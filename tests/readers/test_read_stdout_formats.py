@@ -233,6 +233,8 @@ def assert_same_run(fast: Run, full: Run) -> None:
     for name, series in full.metrics.items():
         assert fast.metrics[name].steps.tolist() == series.steps.tolist(), name
         assert np.array_equal(fast.metrics[name].values, series.values, equal_nan=True), name
+        wall = fast.metrics[name].wall_time
+        assert np.array_equal(wall, series.wall_time, equal_nan=True), name
     assert fast.meta == full.meta
     assert fast.notes() == full.notes()
 
@@ -265,6 +267,9 @@ LINE_FORMATS = [
     "{{'eval_loss': {1}, 'eval_rouge-{0}': {2}, 'epoch': {3}}}",
     "{{'loss': '{1}', 'step': {0}}}",
     "2024-01-01 12:00:{0},123 - INFO - Epoch {0}/{2}, Train Loss: {1}, Val Acc: {3}%",
+    # Leading timestamps (`_stdout_stamps.py`): impossible dates, times going backwards.
+    "2024-02-{0} 23:59:{3}.{2} | INFO | step {0} loss {1}",
+    "[2024-12-31T{3}:{0}:00+0{0}:30] iter {3}: loss {1}",
     "INFO:root:Epoch [{0}/{2}], Step [{3}/{2}], Loss: {1}",
     "Epoch {0}: 50%|#####| {3}/{2} [00:01<00:01, 5.0it/s, v_num=0, train_loss={1}]",
     "ep: {0}, batch: {3}, loss: {1}",

@@ -67,7 +67,9 @@ class ThroughputDetector(
     **What it finds.** The step from which training runs persistently slower, by at least
     `min_slowdown` (20%), in `step_time` (seconds per step) or `throughput` (samples or
     tokens per second). When neither is logged, the seconds per step are derived from the
-    wall-clock times of `train/loss` (TensorBoard and W&B logs carry them). Not one slow
+    wall-clock times of `train/loss` (TensorBoard, W&B and MLflow logs carry them, and a
+    printed log whose every progress line starts with a logging timestamp: the time
+    between two lines over the steps between them). Not one slow
     checkpoint step, not the periodic slow steps of evaluation or saving. Warning.
 
     **Algorithm.** Work on log time per step (or -log throughput), so a regression is an

@@ -60,6 +60,18 @@ naming what was looked for. A head of a few long lines with no progress line (a 
 config dump printed first) is sniffed further, up to 1 MiB. A log truncated under its writer
 (`: > train.log`) starts with NUL bytes; they and a cut line after them are skipped (`_holes`).
 
+Wall-clock time: when every progress line starts with a date and time in one known format
+(Python `logging`'s default `%(asctime)s`, `2024-05-01 12:00:00,123`; ISO 8601 with a `T`,
+possibly with a zone; either in square brackets; `_stdout_stamps.py` lists them), that
+time is the wall time of the line's points (`Series.wall_time`, what the throughput check
+derives seconds per step from when no step time is printed), and a reader note names the
+format read. A time without a zone is read as if it were UTC: only the time between lines
+is used. One progress line without such a stamp (a `print` among logger lines, a bar's
+refresh), a second format, or a time that goes backwards (a clock set back, daylight
+saving's end, two processes' lines) drops every time of the log, with a note saying which
+line did it; a time of day without a date (`12:00:00`) is never read, since it cannot tell
+a day's rollover from a restart.
+
 What is printed is what is read: Keras' `verbose=1` bar shows the running mean of the
 epoch so far (it restarts each epoch), a tqdm postfix the value at the last refresh.
 
@@ -110,6 +122,7 @@ from trainspotter.readers._stdout_shapes import (
     read_columns,
 )
 from trainspotter.readers._stdout_sniff import sniff_printed_output
+from trainspotter.readers._stdout_stamps import LineStamps
 from trainspotter.readers._stdout_tail import StdoutTail
 from trainspotter.readers._tabular import Column, RunBuilder, canonical_name, list_names
 from trainspotter.readers.base import Reader, ReadOptions, Tail
@@ -127,11 +140,14 @@ _EPOCH_HEADER = re.compile(
 
 
 class _Metric:
-    __slots__ = ("is_eval", "last", "marks", "steps", "values")
+    __slots__ = ("is_eval", "last", "marks", "steps", "values", "walls")
 
     def __init__(self, evaluation: bool) -> None:
         self.steps: array[int] = array("q")
         self.values: array[float] = array("d")
+        self.walls: array[float] = array("d")
+        """Each point's wall time while every progress line so far carried a timestamp
+        (`StdoutLines.stamps`), else empty."""
         self.last: float | None = None
         self.is_eval = evaluation
         self.marks = Marks()  # its points' stretches of a restarting step counter
@@ -162,6 +178,8 @@ class StdoutLines:
         self._counted = -1
         self._clock = StepClock()
         self._source = ""
+        self.stamps = LineStamps()
+        """The wall times of the progress lines' leading timestamps (`_stdout_stamps.py`)."""
         self.last_step = 0
         """The step of the last progress line."""
 
@@ -215,6 +233,7 @@ class StdoutLines:
             first = max(self._counted, self.last_step if self.records else -1) + 1
             steps = array("q", range(first, first + len(run)))
             self._counted = steps[-1]
+        walls = self.stamps.column(run, self.line_count + 1, self.metrics.values())
         for raw, column in columns.values.items():
             unit = plan.units.get(raw)
             metric = self._sinks.get((raw, unit)) or self._sink(raw, unit)
@@ -222,6 +241,8 @@ class StdoutLines:
                 metric.marks.add(len(metric.steps) + index, stretch)
             metric.steps.extend(steps)
             metric.values.extend(array("d", column))
+            if walls is not None:
+                metric.walls.frombytes(walls)
             metric.last = column[-1]
         self.line_count += len(run)
         self.records += len(run)
@@ -300,6 +321,7 @@ class StdoutLines:
                 self.first_skipped = self.line_count
             return
         self.records += 1
+        wall = self.stamps.line(segment, self.line_count, self.metrics.values())
         stretch, at_end = self._clock.observe_line(self._source, step, progress.epoch)
         mid_epoch = progress.batch is not None and progress.batch[0] < progress.batch[1]
         units = progress.units
@@ -314,6 +336,8 @@ class StdoutLines:
             metric.steps.append(step)
             metric.values.append(value)
             metric.last = value
+            if wall is not None:
+                metric.walls.append(wall)
 
     def _sink(self, raw: str, unit: str | None) -> _Metric:
         """The metric a printed key (with its unit) goes to, looked up once per key."""
@@ -419,6 +443,9 @@ class StdoutLines:
                 "takes the next count after the step before it (an evaluation-only line "
                 "takes the step of the line before it unless it already has those metrics)"
             )
+        note = self.stamps.note()
+        if note:
+            builder.note(note)
         glue = glue_printed(self._clock, self.metrics, self.step_source, builder)
         names = self._names(builder, options)
         for raw, metric in self.metrics.items():
@@ -428,6 +455,11 @@ class StdoutLines:
                     name=names[raw],
                     steps=glued_steps(glue, metric.steps, metric.marks),
                     values=np.frombuffer(metric.values, dtype=np.float64).copy(),
+                    wall_time=(
+                        np.frombuffer(metric.walls, dtype=np.float64).copy()
+                        if self.stamps.read
+                        else None
+                    ),
                 )
             )
         return builder.build()
