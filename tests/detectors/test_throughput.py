@@ -172,3 +172,19 @@ def test_onset_is_right_within_one_logging_interval(every: int, logged: str) -> 
     ):
         [finding] = detect(synth.make_run(metrics))
         assert 500 <= finding.step_start <= 500 + every, (every, logged, finding.step_start)
+
+
+def test_the_message_medians_are_those_on_either_side_of_the_dated_step() -> None:
+    """A slowdown x2 at step 500 that gets worse (x3) from step 800: the largest sustained
+    shift splits at 800 first; the change is dated 500, and the message's "after it" is
+    the median from 500 on, not the median of the worst stretch (both medians of block
+    medians here: 1000 points are decimated, hence the 1% tolerance)."""
+    steps = synth.every(1001, 1, start=1)
+    base = step_times(steps, noise=0.01)
+    times = base * np.select([steps >= 800, steps >= 500], [3.0, 2.0], 1.0)
+    [finding] = detect(synth.make_run({names.STEP_TIME: (steps, times)}))
+    assert finding.step_start == 500
+    before, after = np.median(times[steps < 500]), np.median(times[steps >= 500])
+    assert finding.evidence["median_before"] == pytest.approx(before, rel=0.01)
+    assert finding.evidence["median_after"] == pytest.approx(after, rel=0.01)
+    assert f"to {finding.evidence['median_after']:.4g} s/step after it" in finding.message

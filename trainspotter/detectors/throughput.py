@@ -84,7 +84,9 @@ class ThroughputDetector(
     among all allowed block splits, then among the raw points of the blocks around it.
     The onset is the first logged step whose value shows the slowdown, within one logging
     interval of the cause whatever the interval (a logged interval mean shows it one
-    interval later than a per-step value). Checks:
+    interval later than a per-step value). The two levels are then the medians on either
+    side of the dated change (before it; from it over `sustain_fraction` of the rest), and
+    every check below and the message use them. Checks:
     - the slowdown is >= `min_slowdown` (20%);
     - the slower stretch covers >= `min_after_fraction` (20%) of the log, >=
       `min_slow_share` (75%) of its points sit above the midpoint, and so does the median
@@ -116,8 +118,11 @@ class ThroughputDetector(
 
     **Example.** `examples/throughput_drop/metrics.csv`: a warning from step 500, where
     every step began an extra forward pass over the training set (throughput fell 74%;
-    `trainer_state.json` of that run has no per-step timing). Silent on
-    `examples/healthy/metrics.csv`.
+    `trainer_state.json` of that run has no per-step timing). From wall-clock times alone:
+    `examples/logging_slowdown/train.log`, printed through Python `logging` with no step
+    time, a warning from step 1020, the first line logged after the loader began to sleep
+    5 ms per batch at step 1001 (a line every 20 steps). Silent on
+    `examples/healthy/metrics.csv` and on `examples/logging_steady_healthy/train.log`.
     """
 
     def scope(self, run: Run, params: ThroughputParams) -> Scope | Abstain:
@@ -212,6 +217,11 @@ def _check(timing: _Timing, params: ThroughputParams) -> Finding | None:
     k = _refine_split(by, k, m, midpoint, lowest=segment, highest=m - min_after)
     if m - k < min_after:
         return None  # dated precisely, the slow stretch is too short to be sustained
+    # The levels on either side of the dated change (the message names this step): the
+    # split found first may be later, its slow side then only the slowest stretch.
+    after_points = max(min_after, math.ceil(params.sustain_fraction * (m - k)))
+    before, after = float(np.median(by[:k])), float(np.median(by[k : k + after_points]))
+    midpoint = (before + after) / 2
     if float(np.mean(by[k:] >= midpoint)) < params.min_slow_share:
         return None  # slow bursts with fast stretches between them: contention
     effect = after - before
@@ -224,7 +234,6 @@ def _check(timing: _Timing, params: ThroughputParams) -> Finding | None:
     if float(np.median(by[-tail:])) < midpoint:
         return None
     sigma = stats.noise_scale(by)
-    after_points = max(min_after, math.ceil(params.sustain_fraction * (m - k)))
     standard_error = 1.2533 * sigma * math.sqrt(1.0 / k + 1.0 / after_points)
     z = effect / standard_error if standard_error > 0 else math.inf
     if z < params.min_z:
