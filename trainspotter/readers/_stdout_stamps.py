@@ -23,8 +23,12 @@ interval an hour longer, which a median ignores).
 
 Each line is matched once by `stamp_of` on the line-by-line path; on the column path
 (lines of one layout, `_stdout_shapes.layouts`: the same characters but for their digits,
-so a stamp stands at the same place on every line) `stamp_column` matches the first line
-and reads the digits of every line by position with numpy.
+so a stamp stands at the same place on every line, and the lines are of one length)
+`stamp_column` matches the first line, joins the lines into a matrix of characters and
+reads every field of every line with one matrix product; a block of lines of one date
+(most of them) has its day counted once. `LineStamps` keeps the times of a log while
+every progress line has one, and falls back to `stamp_of` line by line to name the line
+that stops them, so both paths say the same.
 """
 
 from __future__ import annotations
