@@ -1,6 +1,11 @@
 """Training output as printed (`python train.py > train.log 2>&1`): the lines a training
 loop writes to the terminal, read back into metrics.
 
+This module is over ~500 lines on purpose: a fifth of it is this docstring, the reference
+for every printed shape and step rule, and the code is one state machine over lines
+(`StdoutLines`) whose methods share its per-line state; the shapes, steps, stamps, sniffing
+and restarts it uses are in the `_stdout_*` modules.
+
 A line (each piece between `\\r` or `\\n`: a tqdm bar rewritten with `\\r` is one line per
 refresh; ANSI colour codes and backspaces are removed first) is a *progress line* when it
 holds a metric with a loss, learning-rate, grad-norm, accuracy or perplexity name, in one
@@ -60,17 +65,9 @@ naming what was looked for. A head of a few long lines with no progress line (a 
 config dump printed first) is sniffed further, up to 1 MiB. A log truncated under its writer
 (`: > train.log`) starts with NUL bytes; they and a cut line after them are skipped (`_holes`).
 
-Wall-clock time: when every progress line starts with a date and time in one known format
-(Python `logging`'s default `%(asctime)s`, `2024-05-01 12:00:00,123`; ISO 8601 with a `T`,
-possibly with a zone; either in square brackets; `_stdout_stamps.py` lists them), that
-time is the wall time of the line's points (`Series.wall_time`, what the throughput check
-derives seconds per step from when no step time is printed), and a reader note names the
-format read. A time without a zone is read as if it were UTC: only the time between lines
-is used. One progress line without such a stamp (a `print` among logger lines, a bar's
-refresh), a second format, or a time that goes backwards (a clock set back, daylight
-saving's end, two processes' lines) drops every time of the log, with a note saying which
-line did it; a time of day without a date (`12:00:00`) is never read, since it cannot tell
-a day's rollover from a restart.
+Wall-clock time: when every progress line starts with a dated timestamp in one known
+format (`logging`'s `%(asctime)s`, ISO 8601; `_stdout_stamps.py` lists them and says when
+they are dropped), it is the wall time of the line's points, with a reader note.
 
 What is printed is what is read: Keras' `verbose=1` bar shows the running mean of the
 epoch so far (it restarts each epoch), a tqdm postfix the value at the last refresh.
