@@ -123,12 +123,19 @@ class DivergenceDetector(
     answers (`names.is_rate`, whole name words: acc, accuracy, f1, precision, recall, iou,
     miou, Keras's `mean_io_u`, dice, jaccard, auc), not a loss, timing metric, nor a name
     with a word that makes it unbounded (a difference, ratio, log-odds or count: gain,
-    delta, diff, change, ratio, logit, log, count, sum, ...), on its finite points. Its
-    scale is read from the whole series: a fraction, range [0, 1], when no value is above
-    `metric_range.PERCENT_EVIDENCE` (2); a percentage, range [0, 100], when one is (or
-    when one is above 1 and another accuracy-like metric of the run is a percentage by
-    that rule). A value below 0 or above the top by more than `metric_range.ROUND_OFF`
-    (1e-5) of the range is out of range.
+    delta, diff, change, ratio, logit, log, count, sum, ...), nor a setting or quantity
+    that borrows a rate word (a word such as steps, grad, accum, bits, threshold, reward,
+    noise, x, y after Lightning's step/epoch suffixes are dropped: `grad_acc_steps`,
+    `noise_precision`), on its finite points. Its scale is read from the series itself: a
+    fraction, range [0, 1], when no value is above `metric_range.PERCENT_EVIDENCE` (2); a
+    percentage, range [0, 100], when one is (or when one is above 1 and its train/eval
+    twin, the same name after the side prefix and step/epoch suffixes, is a percentage by
+    that rule; no other metric of the run counts). A value below 0 or above the top by
+    more than `metric_range.ROUND_OFF` (1e-5) of the range is out of range. A series
+    above 1 but never above 2 with no percentage twin reads two ways, a fraction gone
+    wrong or a percentage below 2%: still a warning (the bug reading corrupts every
+    checkpoint comparison by the metric), but its title and message name both readings
+    and state neither as fact. Point counts in the message are of all logged points.
 
     *Sustained rises.* Per train loss (eval losses only when the run has no train loss: an
     eval loss rising while train loss falls is overfitting, the overfitting detector's
@@ -185,9 +192,10 @@ class DivergenceDetector(
       failing.
     - `metric_range.PERCENT_EVIDENCE` 2: the averaging bugs an out-of-range rate comes
       from inflate a fraction by n / (n - 1) batches, 2 at most, so a series up to 2 is
-      a fraction gone wrong more often than a percentage that never reached 2%; one above
-      2 (and at most 100) is a percentage. `metric_range.ROUND_OFF` 1e-5: a mean of
-      float32 ones can be 1.0000001, which is round-off.
+      a fraction gone wrong more often than a percentage that never reached 2% (the
+      warning names both readings); one above 2 (and at most 100) is a percentage.
+      `metric_range.ROUND_OFF` 1e-5: a mean of float32 ones can be 1.0000001, which is
+      round-off.
     - `drift_alpha` 0.01 and `transient_alpha` 0.01: a strict level, and never a verdict
       alone: the effect-size tests below must pass too.
     - `monotone_tau` 0.6 over `monotone_min_points` 20: the autocorrelation correction in
@@ -242,10 +250,11 @@ class DivergenceDetector(
     name words do not say so (`accuracy_improvement` is excluded, `acc_vs_baseline` or a
     per-epoch count of right answers logged as `acc` is not) is reported when it leaves
     [0, 1]; a log-odds AUC is excluded only when its name says `logit`/`log`. A percentage
-    that never exceeds 2% (a model near chance on 50+ classes logged in percent) is read
-    as a fraction and reported when it passes 1%, unless another accuracy-like metric of
-    the run is above 2; conversely a fraction summed over batches (values 3, 7, ...) is
-    read as a percentage and missed until it passes 100.
+    that never exceeds 2% (a model near chance on 50+ classes logged in percent) is
+    reported when it passes 1%, unless its train/eval twin is above 2, as a warning that
+    names both readings (a bug, or a percentage below 2%); conversely a fraction summed
+    over batches (values 3, 7, ...) is read as a percentage and missed until it passes
+    100.
 
     **Example.** `examples/divergence/trainer_state.json`: an error from step 304, where
     train/loss started climbing after the LR jumped at step 300, to +Inf at step 380.
