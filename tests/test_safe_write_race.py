@@ -120,3 +120,72 @@ def test_write_file_still_follows_the_users_own_folder_symlink(tmp_path: Path) -
     (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
     write_file(tmp_path / "link" / "report.json", "{}")
     assert (tmp_path / "real" / "report.json").read_text() == "{}"
+
+
+# ----------------------------------------- a folder above the report folder swapped
+
+
+def _swap_for_link(folder: Path, target: Path) -> None:
+    """Move the real `folder` aside and put a symlink to `target` at its name."""
+    folder.rename(folder.with_name(folder.name + ".checked"))
+    folder.symlink_to(target, target_is_directory=True)
+
+
+def _files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("relative", ["summary.md", "html/index.html"])
+def test_an_ancestor_swapped_for_a_symlink_is_not_written_through(
+    tmp_path: Path, relative: str
+) -> None:
+    """A config's report folder `a/b/c`: `a` replaced by a symlink after the gate
+    prepared the folder (the last component alone is still a real folder at the end of
+    the link). Refused, naming `a`; nothing lands at the link's target."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    report = prepare_folder(workspace / "a" / "b" / "c", within=workspace)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "b" / "c" / "html").mkdir(parents=True)
+    _swap_for_link(workspace / "a", elsewhere)
+    with pytest.raises(OutputError, match=r"ws/a: is a symbolic link; not writing through it"):
+        write_inside(report, relative, "x")
+    assert _files_under(elsewhere) == []
+
+
+def test_an_ancestor_swapped_while_the_folder_is_prepared_is_not_created_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`a` swapped for a symlink out of the workspace between the check that the folder
+    resolves inside it and the creation of `b/c`: nothing is created at the target."""
+    workspace = tmp_path / "ws"
+    (workspace / "a").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    checked = safe_write.is_within
+
+    def is_within_then_swap(path: Path, folder: Path) -> bool:
+        inside = checked(path, folder)
+        _swap_for_link(workspace / "a", elsewhere)
+        return inside
+
+    monkeypatch.setattr(safe_write, "is_within", is_within_then_swap)
+    with pytest.raises(OutputError, match="is a symbolic link"):
+        prepare_folder(workspace / "a" / "b" / "c", within=workspace)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_swap_after_the_walk_does_not_redirect_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the folder is open, the file goes where it was opened, whatever is renamed
+    above it meanwhile."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    report = prepare_folder(workspace / "a" / "b" / "c", within=workspace)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "b" / "c").mkdir(parents=True)
+    _swap_when_named(monkeypatch, lambda: _swap_for_link(workspace / "a", elsewhere))
+    write_inside(report, "summary.md", "x")
+    assert _files_under(elsewhere) == []
+    assert (workspace / "a.checked" / "b" / "c" / "summary.md").read_text() == "x"

@@ -12,10 +12,14 @@ Rules (issue 11, D7/D8/D16 in ../shared/ADVERSARIAL.md):
 - **Files inside it** (`write_inside`) are written to a fresh temporary file in their
   folder and renamed over the name (`os.replace`): a committed symlink at that name is
   replaced, never written through, and a reader never sees half a file. A sub-folder
-  (`html/`) that is a symlink is refused. The report folder and each sub-folder are
-  opened once without following a symlink (`O_NOFOLLOW`), and the file is created and
-  renamed relative to that open folder (`dir_fd`), so a folder swapped for a symlink
-  after it was checked (another process sharing it) is never written through.
+  (`html/`) that is a symlink is refused. For each file, the report folder is reached
+  from the filesystem root one component at a time, each folder opened relative to the
+  one above without following a symlink (`O_NOFOLLOW`, `dir_fd`), then each sub-folder
+  the same way, and the file is created and renamed relative to the last open folder:
+  the report folder, or any folder above it (`a` of a config's `a/b/c`), swapped for a
+  symlink after it was checked (another process sharing it) is never written through.
+  `prepare_folder` creates the missing folders down the same walk. Each file's write
+  walks again (no descriptor is kept between the files of one report).
 - **Inputs are never replaced** (`replaces_input`): a destination that is one of the logs
   being read, or an existing file that a reader recognises as a log inside a log folder
   being read, is refused (`--out runs/a.csv` for `runs/*.csv`, `--html
@@ -80,10 +84,13 @@ def _reason(exc: OSError) -> str:
 def prepare_folder(
     folder: Path, *, within: Path | None = None, what: str = "report folder"
 ) -> Path:
-    """Create `folder` (with its parents) and return its resolved path: the one checked,
-    not looked up again (`write_inside` opens it without following a symlink swapped in
-    since). OutputError when something else is in the way, it cannot be created, or (with
-    `within`) it resolves outside `within` (through `..`, an absolute path or a symlink)."""
+    """Create `folder` (with its parents) and return its resolved path: the one checked.
+    The missing folders are created down that path one component at a time, each opened
+    without following a symlink (`_walk`), and `write_inside` walks it the same way, so a
+    symlink swapped in since for the folder or any folder above it is refused, not
+    followed. OutputError when something else is in the way, it cannot be created, or
+    (with `within`) it resolves outside `within` (through `..`, an absolute path or a
+    symlink)."""
     shown = shown_path(folder)
     try:
         if folder.is_symlink() and not folder.exists():
@@ -96,7 +103,8 @@ def prepare_folder(
                 f"{shown}: the {what} must lie inside the working folder "
                 f"(it resolves to {real}); use a relative path without '..' or symlinks out"
             )
-        folder.mkdir(parents=True, exist_ok=True)
+        # Created down the path just checked, never through a symlink swapped in since.
+        _walk(real, create=True).close()
         if not os.access(real, os.W_OK | os.X_OK):
             raise OutputError(f"{shown}: cannot write the {what}: permission denied")
     except (FileExistsError, NotADirectoryError):
@@ -108,6 +116,10 @@ def prepare_folder(
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_PATH_ONLY = getattr(os, "O_PATH", 0)
+"""Linux: a folder descriptor to look names up in, which needs no read permission on the
+folder (a folder above the report folder may be search-only); elsewhere O_RDONLY."""
+_FOLDER_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _PATH_ONLY
 _BY_DESCRIPTOR = (
     bool(_NOFOLLOW and _DIRECTORY)
     and {
@@ -154,7 +166,7 @@ class _Folder:
                 raise NotADirectoryError(path)
             return _Folder(path, None)
         try:
-            fd = os.open(where, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, **at)
+            fd = os.open(where, _FOLDER_FLAGS, **at)
         except OSError:
             try:
                 link = stat.S_ISLNK(os.stat(where, follow_symlinks=False, **at).st_mode)
@@ -181,21 +193,48 @@ class _Folder:
             self.fd = None
 
 
+def _walk(real: Path, *, create: bool = False) -> _Folder:
+    """The folder `real` (absolute, every component a real folder: a resolved path),
+    opened from the filesystem root one component at a time, each relative to the one
+    above (`dir_fd`) and without following a symlink at its name (`O_NOFOLLOW`), missing
+    ones created when `create`: a symlink swapped in for the folder or any folder above
+    it is an OutputError naming it, never followed. Close the result."""
+    current = _Folder.open(Path(real.anchor), real.anchor, {})
+    try:
+        for part in real.parts[1:]:
+            where, at = current.at(part)
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(where, **at)
+            below = _Folder.open(current.path / part, where, at)
+            current.close()
+            current = below
+    except BaseException:
+        current.close()
+        raise
+    return current
+
+
 def write_inside(folder: Path, relative: str, text: str) -> Path:
     """Write `text` to `folder/relative` (forward slashes; sub-folders are created) without
-    following a symlink at the name, in a sub-folder or at `folder` itself (pass the path
-    `prepare_folder` returned, or a resolved one); returns the path written. OutputError
-    when it cannot be written.
+    following a symlink at the name, in a sub-folder, at `folder` itself or at any folder
+    above it (pass the path `prepare_folder` returned, or a resolved one); returns the
+    path written. OutputError when it cannot be written.
 
-    `folder` and each sub-folder are opened once, without following a symlink at their
-    name, and the temporary file is created and renamed relative to that open folder
-    (`dir_fd`): a folder swapped for a symlink after it was checked is never written
-    through, as it would be by a check of the name followed by a write by name."""
+    Each call walks to `folder` from the filesystem root (`_walk`: every component opened
+    relative to the one above, without following a symlink at its name), then opens each
+    sub-folder the same way, and creates and renames the temporary file relative to the
+    last open folder (`dir_fd`): a folder, or any folder above it, swapped for a symlink
+    after it was checked is never written through, as it would be by a check of the name
+    followed by a write by name. What this does not do: keep one descriptor for all the
+    files of a report. Each call walks again, so a real folder renamed away and replaced by
+    another real folder at the same path (no symlink) between two calls gets the later
+    files; they still land at the path that was checked."""
     *subfolders, name = relative.split("/")
     opened: list[_Folder] = []
     target_folder = folder
     try:
-        current = _Folder.open(folder, folder, {})
+        current = _walk(Path(os.path.abspath(folder)))
         opened.append(current)
         for part in subfolders:
             target_folder = target_folder / part
