@@ -223,3 +223,88 @@ def test_dotdot_after_a_glob_part_does_not_walk_out(
     assert code == 2
     assert "outside the workspace" in out
     assert SECRET not in _everything_written(workspace, out)
+
+
+# ------------------------------------------------------------ a URL leads outside too
+
+
+class _MirrorCalls:
+    """Stands in for `remote.mirror()`: records each URL asked for and reads nothing."""
+
+    def __init__(self) -> None:
+        self.staged: list[str] = []
+
+    def __call__(self) -> _MirrorCalls:
+        return self
+
+    def stage(self, url: str) -> None:
+        from trainspotter.remote import RemoteUnavailable
+
+        self.staged.append(url)
+        raise RemoteUnavailable(url, "URLs are not read in this test")
+
+
+@pytest.fixture
+def mirror_calls(monkeypatch: pytest.MonkeyPatch) -> _MirrorCalls:
+    calls = _MirrorCalls()
+    monkeypatch.setattr("trainspotter.discover.mirror", calls)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["s3://bucket/runs/*.csv", "https://example.com/run/log.csv", "hf://datasets/org/x/*.jsonl"],
+)
+def test_a_url_pattern_is_refused_in_the_action(
+    entry: ModuleType,
+    tree: Path,
+    capsys: pytest.CaptureFixture[str],
+    mirror_calls: _MirrorCalls,
+    url: str,
+) -> None:
+    """A URL would be fetched with the runner's credentials (the back end reads them from
+    its environment): the pattern is the one-line exit-2 error, and nothing is fetched."""
+    workspace = tree / "ws"
+    code, out = _run(entry, workspace, capsys, paths=f"logs/*.jsonl\n{url}")
+    assert code == 2
+    first = out.splitlines()[0]
+    assert first.startswith("::error title=trainspotter could not run::"), out
+    assert repr(url) in first and "is a URL" in first and "outside the workspace" in first
+    assert mirror_calls.staged == []
+
+
+def test_a_url_in_the_config_paths_or_baseline_is_refused(
+    entry: ModuleType, tree: Path, capsys: pytest.CaptureFixture[str], mirror_calls: _MirrorCalls
+) -> None:
+    """The config is what a pull request can change; a signed URL's signature is not shown."""
+    workspace = tree / "ws"
+    config = workspace / ".trainspotter.yml"
+    config.write_text("paths: ['logs/*.jsonl', 's3://bucket/runs/**']\n")
+    code, out = _run(entry, workspace, capsys)
+    assert code == 2 and "'s3://bucket/runs/**' is a URL" in out, out
+
+    config.write_text("baseline: https://example.com/base.jsonl?X-Amz-Signature=KEY\n")
+    code, out = _run(entry, workspace, capsys, paths="logs/*.jsonl")
+    assert code == 2
+    first = out.splitlines()[0]
+    assert "baseline 'https://example.com/base.jsonl' is a URL" in first, out
+    assert "KEY" not in out  # the config file itself holds it; no output does
+    assert mirror_calls.staged == []
+
+
+def test_the_local_cli_still_reads_urls(
+    tree: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mirror_calls: _MirrorCalls,
+) -> None:
+    """Not confined: a URL pattern and a URL baseline go to the mirror as before."""
+    from trainspotter.cli import main
+
+    workspace = tree / "ws"
+    monkeypatch.chdir(workspace)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    main(["gate", "s3://bucket/runs/*.csv", "--outputs", "json"])
+    (workspace / ".trainspotter.yml").write_text("baseline: s3://bucket/base.csv\n")
+    main(["gate", "logs/*.jsonl", "--outputs", "json"])
+    assert mirror_calls.staged == ["s3://bucket/runs/*.csv", "s3://bucket/base.csv"]

@@ -20,7 +20,9 @@ their URLs. A URL whose listing fails (credentials, network) is a failure of its
 Confined to a folder (`within`: the workspace, in the GitHub Action, where a pull request
 can change the config's patterns and commit symlinks), nothing outside it is read: a
 pattern whose fixed part (before its first glob character) resolves outside it, through
-`..`, an absolute path or a symlink, is a UsageError naming the pattern; a symlink (or a
+`..`, an absolute path or a symlink, is a UsageError naming the pattern; so is a URL
+pattern, and a URL `baseline:` in the config (it would be fetched with the credentials of
+whoever runs the tool: the runner's, in the Action); a symlink (or a
 `..` after a glob part) met while expanding, and a matched folder log holding a symlink
 out, are failures naming the path and the pattern, and are neither followed nor read.
 
@@ -113,8 +115,20 @@ OUTSIDE = "outside the workspace"
 """How messages name the folder a confined expansion (`within`) stays in."""
 
 
+def _url_refused(what: str, url: str) -> UsageError:
+    """The error for a URL met when confined: a URL is read with the credentials of
+    whoever runs the tool (the runner's, in the Action), so it leads outside too."""
+    return UsageError(
+        f"{what} {shown_url(url)!r} is a URL, which leads {OUTSIDE}; "
+        "the Action reads logs only inside it"
+    )
+
+
 def _leaving_pattern(pattern: str, base: Path, within: Path) -> UsageError | None:
-    """The error for a pattern whose fixed part resolves outside `within`, else None."""
+    """The error for a pattern that is a URL or whose fixed part resolves outside
+    `within`, else None."""
+    if is_url(pattern):
+        return _url_refused("pattern", pattern)
     if resolves_within(base / fixed_part(pattern), within):
         return None
     return UsageError(
@@ -320,11 +334,15 @@ def expand_patterns(
     within: Path | None = None,
 ) -> Collected:
     """The logs the patterns name, in pattern order, each once; see the module docstring.
-    `within`: read nothing outside that folder (the Action's workspace); None: any path.
-    Raises UsageError for an invalid pattern, or one that leads outside `within`."""
+    `within`: read nothing outside that folder (the Action's workspace); None: any path
+    or URL. Raises UsageError for an invalid pattern, or one that leads outside `within`
+    (a URL does), or with `within` when `config` names a URL `baseline:`."""
     display_root = display_root or base
     exclude_resolved = exclude.resolve() if exclude is not None else None
     within = within.resolve() if within is not None else None
+    baseline = config.baseline if config is not None else None
+    if within is not None and baseline is not None and is_url(baseline):
+        raise _url_refused("baseline", baseline)  # the gate reads it later: refused first
     collected = Collected()
     seen: set[Path] = set()
     detected: dict[Path, str] = {}
@@ -333,7 +351,7 @@ def expand_patterns(
         problem = glob_problem(pattern)
         if problem:
             raise UsageError(f"invalid glob {pattern!r}: {problem}")
-        if within is not None and not is_url(pattern):
+        if within is not None:
             leaving = _leaving_pattern(pattern, base, within)
             if leaving is not None:
                 raise leaving
