@@ -9,6 +9,7 @@ import numpy.typing as npt
 import synth
 
 from trainspotter import names
+from trainspotter.detectors import eval_pairs
 from trainspotter.detectors.overfitting import DETECTOR, OverfittingParams, train_partner
 from trainspotter.model import Finding, Run, Severity
 
@@ -152,3 +153,17 @@ def test_a_train_accuracy_is_not_named_as_an_eval_metric() -> None:
     assert "By ValAcc (logged at the same steps) the best value was 90 at step 100" in (
         finding.message
     )
+
+
+def test_the_train_words_are_names_train_prefixes() -> None:
+    """`eval_pairs` keeps its own copy of the train words (names' is private): the same."""
+    assert frozenset(names._TRAIN_PREFIXES) == eval_pairs._TRAIN_WORDS
+
+
+def test_the_judged_eval_metrics_are_eval_losses_and_error_rates() -> None:
+    run = yolo_run(
+        falling(1.13, 0.72, seed=1),
+        val_wer=np.linspace(0.5, 0.2, EPOCHS.size),
+        val_accuracy=np.linspace(0.5, 0.9, EPOCHS.size),
+    )
+    assert eval_pairs.judged_eval_metrics(run) == ["val/box_loss", "val/cls_loss", "val_wer"]

@@ -1,8 +1,9 @@
 """Which train loss an eval loss is judged against, and which other metrics' bests are
 named beside it: the overfitting detector's pairing of metrics.
 
-- `eval_losses`, `train_partner`: every loss-like eval metric, and its own train loss (the
-  same name after the train/eval prefix, `names.train_counterpart`), else `train/loss`;
+- `judged_eval_metrics`, `train_partner`: every eval metric the detector judges (loss-like
+  ones, and error rates such as WER and CER), and its own train loss (the same name after
+  the train/eval prefix, `names.train_counterpart`), else `train/loss`;
 - `other_bests`, `other_best_texts`: the best evaluation of other logged quality metrics
   (accuracy, F1, mAP, WER; bounded ones named neither train nor eval when logged only at
   the eval loss's steps, as YOLO's `metrics/mAP50-95(B)`), in words.
@@ -22,7 +23,7 @@ from trainspotter.detectors.eval_noise import bounded_top, higher_is_better, is_
 from trainspotter.model import Run
 
 
-def eval_losses(run: Run) -> list[str]:
+def judged_eval_metrics(run: Run) -> list[str]:
     """The eval metrics the detector judges, sorted: loss-like ones (every step) and error
     rates such as WER and CER (step 8 only)."""
     return sorted(
@@ -90,6 +91,7 @@ def _beside_evaluations(run: Run, metric: str, other: str) -> bool:
     return bool(np.isin(run.metrics[other].steps, run.metrics[metric].steps).all())
 
 
+# names._TRAIN_PREFIXES, private and without an accessor: a test keeps the two equal.
 _TRAIN_WORDS = frozenset({"train", "training"})
 """A metric with one of these words in its name (`TrainAcc`, `acc/train`) is a train one."""
 

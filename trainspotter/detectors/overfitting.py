@@ -13,7 +13,7 @@ from trainspotter import names
 from trainspotter.detectors import eval_stall, stats
 from trainspotter.detectors.base import Abstain, Detector, Scope, scope_or_abstain
 from trainspotter.detectors.eval_jitter import curve_noise, eval_jitter
-from trainspotter.detectors.eval_pairs import eval_losses, other_best_texts, train_partner
+from trainspotter.detectors.eval_pairs import judged_eval_metrics, other_best_texts, train_partner
 from trainspotter.detectors.eval_rise import (
     Rise,
     TrainTrend,
@@ -281,7 +281,7 @@ class OverfittingDetector(
 
     def scope(self, run: Run, params: OverfittingParams) -> Scope | Abstain:
         """The metrics `detect` reads, or why there are none (cheap: names only)."""
-        evals = eval_losses(run)
+        evals = judged_eval_metrics(run)
         train = sorted({t for m in evals if (t := train_partner(run, m)) is not None})
         return scope_or_abstain([*train, *evals], "no eval loss metric")
 
@@ -289,7 +289,7 @@ class OverfittingDetector(
         """One finding per loss-like eval metric that overfits or got much worse, each
         judged against its own train counterpart (`train_partner`)."""
         findings = []
-        for metric in eval_losses(run):
+        for metric in judged_eval_metrics(run):
             partner = train_partner(run, metric)
             train = (partner, run.metrics[partner]) if partner is not None else None
             with np.errstate(all="ignore"):  # huge logged values may overflow: harmless
