@@ -4,6 +4,8 @@ its own train component (`train/box_loss`), and the bests of other logged qualit
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 import synth
@@ -12,6 +14,7 @@ from trainspotter import names
 from trainspotter.detectors import eval_pairs
 from trainspotter.detectors.overfitting import DETECTOR, OverfittingParams, train_partner
 from trainspotter.model import Finding, Run, Severity
+from trainspotter.readers import read_log
 
 PARAMS = OverfittingParams()
 EPOCHS = np.arange(1, 101)
@@ -153,6 +156,67 @@ def test_a_train_accuracy_is_not_named_as_an_eval_metric() -> None:
     assert "By ValAcc (logged at the same steps) the best value was 90 at step 100" in (
         finding.message
     )
+
+
+def keras_epoch_csv(path: Path, columns: dict[str, npt.NDArray[np.float64]]) -> Path:
+    """A hand-written per-epoch CSV (`epoch` first, then `columns`), as Keras's CSVLogger
+    writes one."""
+    epochs = np.arange(next(iter(columns.values())).size)
+    rows = [",".join(["epoch", *columns])]
+    rows += [",".join([str(e), *(f"{v[e]:.4f}" for v in columns.values())]) for e in epochs]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_bare_train_accuracy_beside_val_loss_is_not_quoted(tmp_path: Path) -> None:
+    """An epoch CSV `epoch,loss,acc,val_loss` (no `val_acc`): `acc` is Keras's train
+    accuracy, logged at every epoch like the eval loss. It was quoted as "By acc (logged at
+    the same steps) the best value was 0.98 at step 14" and the fix said "by acc the best
+    checkpoint is step 14", the step where val_loss was worst: a train metric picking the
+    most overfit checkpoint. A bare name (no side, no eval namespace) is not quoted."""
+    epochs = np.arange(15.0)
+    val_loss = np.where(
+        epochs <= 6, 1.45 - 0.14 * epochs, 0.61 + 0.06 * np.clip(epochs - 6, 0, None) ** 1.5
+    )
+    path = keras_epoch_csv(
+        tmp_path / "training.log",
+        {
+            "loss": 1.02 * np.exp(-epochs / 5),
+            "acc": 0.99 - 0.49 * np.exp(-epochs / 4),
+            "val_loss": val_loss,
+        },
+    )
+    run = read_log(path)
+    assert "acc" in run.metrics
+    [finding] = detect(run)
+    assert finding.evidence["best_step"] == 6
+    assert "acc" not in finding.message.replace("accuracy", "")
+    assert "by acc" not in finding.fixes[0] and "step 14" not in finding.fixes[0]
+
+
+def test_a_metric_whose_side_the_name_does_not_say_is_never_quoted() -> None:
+    """Bounded metrics named neither train nor eval, logged only at the eval loss's steps,
+    best at another step than the eval loss: without an eval namespace (YOLO's
+    `metrics/`) or an eval word (`ValAcc`, `acc/val`) their side is unknown (a train
+    accuracy at every epoch looks the same), so they are neither said nor in the fix."""
+    bare = {
+        "accuracy": np.linspace(0.5, 0.99, EPOCHS.size),
+        "f1": np.linspace(0.4, 0.95, EPOCHS.size),
+        "top1_acc": np.linspace(40.0, 97.0, EPOCHS.size),
+    }
+    [finding] = detect(yolo_run(falling(1.13, 0.72, seed=1), **bare))
+    for name in bare:
+        assert f"By {name} " not in finding.message
+        assert f"by {name} " not in finding.fixes[0]
+    said = yolo_run(
+        falling(1.13, 0.72, seed=1),
+        **{"acc/val": np.linspace(0.5, 0.9, EPOCHS.size), "metrics/f1": bare["f1"]},
+    )
+    [finding] = detect(said)
+    assert "By acc/val (logged at the same steps) the best value was 0.9 at step 100" in (
+        finding.message
+    )
+    assert "by metrics/f1 the best checkpoint is step 100" in finding.fixes[0]
 
 
 def test_the_train_words_are_names_train_prefixes() -> None:

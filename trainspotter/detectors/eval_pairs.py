@@ -5,8 +5,11 @@ named beside it: the overfitting detector's pairing of metrics.
   ones, and error rates such as WER and CER), and its own train loss (the same name after
   the train/eval prefix, `names.train_counterpart`), else `train/loss`;
 - `other_bests`, `other_best_texts`: the best evaluation of other logged quality metrics
-  (accuracy, F1, mAP, WER; bounded ones named neither train nor eval when logged only at
-  the eval loss's steps, as YOLO's `metrics/mAP50-95(B)`), in words.
+  (accuracy, F1, mAP, WER), in words: eval-named ones, and bounded ones logged only at the
+  eval loss's steps whose name says eval otherwise (an eval namespace, YOLO's
+  `metrics/mAP50-95(B)`, or an eval word, `ValAcc`). A bare name (`acc` beside `val_loss`)
+  does not say its side (a train metric's best would pick the most overfit checkpoint):
+  it is not named.
 
 It judges no curve: `overfitting`, `eval_rise` and `eval_trend` do.
 """
@@ -61,8 +64,9 @@ class OtherBest:
     step: int
     value: float
     eval_named: bool
-    """Named as an eval metric (`val_acc`); otherwise a bounded metric named neither train
-    nor eval, logged only at the eval loss's steps (YOLO's `metrics/mAP50-95(B)`)."""
+    """Named as an eval metric (`val_acc`); otherwise a bounded metric whose name says eval
+    another way, logged only at the eval loss's steps (`_beside_evaluations`: YOLO's
+    `metrics/mAP50-95(B)`, `ValAcc`)."""
 
     def text(self) -> str:
         """`By <metric> the best evaluation was <value> at step <step>`, in words that do
@@ -75,12 +79,35 @@ class OtherBest:
         )
 
 
+# names._TRAIN_PREFIXES, private and without an accessor: a test keeps the two equal.
+_TRAIN_WORDS = frozenset({"train", "training"})
+"""A metric with one of these words in its name (`TrainAcc`, `acc/train`) is a train one."""
+
+_EVAL_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+"""A metric with one of these words in its name (`ValAcc`, `acc/val`) is an eval one."""
+
+_EVAL_NAMESPACES = frozenset({"metrics"})
+"""First path parts under which a tool logs its evaluations' metrics without a train/eval
+word: YOLO's `metrics/mAP50-95(B)` (its train metrics are `train/*`)."""
+
+
+def _says_eval(name: str) -> bool:
+    """The name of a metric not eval-prefixed still says it is an eval one: an eval word
+    (`ValAcc`, `acc/val`) or an eval namespace (`metrics/...`), and no train word."""
+    words = set(names.name_words(name))
+    if _TRAIN_WORDS & words:
+        return False
+    namespace = name.split("/", 1)[0].lower() if "/" in name else ""
+    return bool(_EVAL_WORDS & words) or namespace in _EVAL_NAMESPACES
+
+
 def _beside_evaluations(run: Run, metric: str, other: str) -> bool:
-    """`other`, a bounded higher-is-better metric named neither train (no word `train`
-    anywhere: `TrainAcc`, `acc/train`) nor eval, measures
-    the eval loss `metric`'s evaluations: it has no eval twin (Keras's `accuracy` beside
-    `val_accuracy` is the train half) and is logged at no step the eval loss is not."""
-    if names.is_eval(other) or _TRAIN_WORDS & set(names.name_words(other)):
+    """`other`, a bounded higher-is-better metric not eval-prefixed whose name says eval
+    otherwise (`_says_eval`), measures the eval loss `metric`'s evaluations: it has no eval
+    twin (Keras's `accuracy` beside `val_accuracy` is the train half) and is logged at no
+    step the eval loss is not. A bare name (`acc`, `accuracy`) says no side: a train
+    accuracy logged once an epoch beside `val_loss` looks the same, so it is never one."""
+    if names.is_eval(other) or not _says_eval(other):
         return False
     values = run.metrics[other].values
     if bounded_top(other, values) is None:
@@ -91,16 +118,12 @@ def _beside_evaluations(run: Run, metric: str, other: str) -> bool:
     return bool(np.isin(run.metrics[other].steps, run.metrics[metric].steps).all())
 
 
-# names._TRAIN_PREFIXES, private and without an accessor: a test keeps the two equal.
-_TRAIN_WORDS = frozenset({"train", "training"})
-"""A metric with one of these words in its name (`TrainAcc`, `acc/train`) is a train one."""
-
-
 def other_bests(run: Run, metric: str) -> list[OtherBest]:
     """The best evaluation of every other logged quality metric (accuracy, F1, mAP, WER,
-    ...; not a one-sided precision or recall): eval-named ones, and bounded ones named
-    neither train nor eval that are logged only at the eval loss's steps
-    (`_beside_evaluations`); at most `MAX_OTHER_BESTS`, by name."""
+    ...; not a one-sided precision or recall): eval-named ones, and bounded ones whose name
+    says eval otherwise, logged only at the eval loss's steps (`_beside_evaluations`); at
+    most `MAX_OTHER_BESTS`, by name. Each one's side is known, so each may name a checkpoint
+    in the fix."""
     found = []
     for other in sorted(run.metrics):
         if other == metric or names.is_loss_like(other):

@@ -98,12 +98,12 @@ class OverfittingDetector(
     set, many evaluations) whose single points never clear those noise tests is reported
     when its evaluations after the minimum trend upward significantly (step 6). The fix
     names the best checkpoint (the step of the lowest logged eval value) in the words of
-    the log's framework, and the message the best of up to 3 other logged quality metrics
-    (`eval_pairs.other_bests`: accuracy, F1, mAP, WER; not a one-sided precision or recall),
-    eval-named or bounded and logged only at the eval loss's steps (YOLO's
-    `metrics/mAP50-95(B)`); one best at another step is named in the fix too, one at the
-    same step is said as such (a worse model by that metric too). Step 8 also reads eval
-    error rates (WER, CER). Severity: warning.
+    the log's framework, the message the best of up to 3 other quality metrics (accuracy,
+    F1, mAP, WER; not a one-sided precision or recall: `eval_pairs.other_bests`), eval-named
+    or bounded, logged only at the eval loss's steps and said eval by a word or a namespace
+    (`ValAcc`, YOLO's `metrics/mAP50-95(B)`); a best at another step is in the fix too, one
+    at the same step is said so (a worse model by it too). Step 8 also reads eval error
+    rates (WER, CER). Severity: warning.
 
     **Algorithm.** Eval curves are short (often 3-20 points), so every step is conservative:
     1. The robust minimum: a centred rolling median over `smoothing_fraction` of the
@@ -257,8 +257,10 @@ class OverfittingDetector(
     raw best within the Gaussian bound of its neighbours stays a baseline. The price: a slow
     real rise on a correlated-looking eval is missed more often. A WER going the wrong way
     is not judged (error rates: step 8 only), but its best step is named. A component with
-    no train twin is judged against the total `train/loss`; a per-epoch train accuracy
-    under a bare name (`acc`, no `val_acc`) is quoted as "logged at the same steps" (true).
+    no train twin is judged against the total `train/loss`. A bare name (`acc` beside
+    `val_loss`, no `val_acc`) says no side: its best is never named, even when it was an
+    evaluation's (a train accuracy's best is usually the last, most overfit checkpoint); a
+    train metric under an eval namespace (`metrics/`) would be.
     The trend (step 6): about 5% of flat curves trend "significantly" at alpha 5% (more on
     slowly wandering ones: Mann-Kendall's correction, uncorrected for its small-sample bias,
     only partly covers them); the 5% effect floor and the standard error of the medians
@@ -414,11 +416,8 @@ def _rise_finding(
     else:
         noise_text = "its evaluations show no jitter"
     smoothed = " (smoothed)" if shape.width > 1 else ""
-    end_word = (
-        "the last evaluation"
-        if shape.few or shape.end_level == float(y[-1])
-        else ("the median of the later evaluations")
-    )
+    last = shape.few or shape.end_level == float(y[-1])
+    end_word = "the last evaluation" if last else "the median of the later evaluations"
     message = (
         f"{metric} bottomed out at {shape.min_level:.4g}{smoothed} at step {int(x[k])} and "
         f"has since risen to {shape.end_level:.4g} ({end_word}; +{rise_pct:.0f}%, "
