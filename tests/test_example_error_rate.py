@@ -53,9 +53,13 @@ def test_a_cer_that_never_improved_under_shuffled_labels_is_no_generalisation() 
     assert len(findings) == 1, [f.title for f in findings]
     finding = findings[0]
     assert finding.detector == "overfitting"
-    assert "never improved on its first evaluation" in finding.title
+    # Its best is a little below its first (0.8627 < 0.885): "never improved" would be
+    # false of it, "did not improve materially" is what the rule found.
+    assert best < first
+    assert "did not improve materially on its first evaluation" in finding.title
     assert (finding.step_start, finding.step_end) == (first_step, last_step)
     message = finding.message
+    assert "never improved" not in finding.title + message
     assert f"{first:.4g} at its first evaluation (step {first_step})" in message
     assert f"its best, {best:.4g} at step {best_step}" in message
     assert f"its last is {last:.4g} (step {last_step})" in message

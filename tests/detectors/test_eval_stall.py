@@ -116,3 +116,82 @@ def test_a_wer_converged_low_before_its_first_evaluation_is_silent(scale: float)
     for train in (np.linspace(0.5, 0.4, TRAIN_STEPS.size), np.full(TRAIN_STEPS.size, 0.45)):
         run = make_run({"train/loss": (TRAIN_STEPS, train), "eval/wer": (EVAL_STEPS, wer)})
         assert not _loud(_plateau(run) + _overfitting(run), "eval/wer")
+
+
+SHORT_STEPS = np.arange(6)
+
+
+def _short_run(eval_loss: np.ndarray) -> Run:
+    """Six epochs, a train loss logged from the first evaluation on that falls under 5%
+    (flat by the rule): the plateau side judges the eval loss on its own."""
+    train = np.linspace(6.90, 6.65, SHORT_STEPS.size)
+    return make_run({"train/loss": (SHORT_STEPS, train), "eval/loss": (SHORT_STEPS, eval_loss)})
+
+
+@pytest.mark.parametrize("drop", [0.001, 0.05, 0.2])
+def test_an_eval_loss_better_at_every_evaluation_is_not_not_learning(drop: float) -> None:
+    """Six evaluations, each lower than the one before (a straight line; 6.92 -> 6.67 is
+    3.6%): learning, if slowly. Too few for the trend test, but an unchanging curve orders
+    its evaluations so with chance 1/6! = 1/720, so the rule does not call it a stall."""
+    eval_loss = 6.92 - drop * SHORT_STEPS
+    run = _short_run(eval_loss)
+    assert eval_stall.never_improved(run, "eval/loss") is None
+    assert not [f for f in _plateau(run) + _overfitting(run) if f.metric == "eval/loss"]
+
+
+def test_a_stall_a_little_below_its_first_evaluation_is_worded_as_it_is() -> None:
+    """0.70, then 0.69 at five evaluations: no trend, 1.4% better at best. The title does
+    not say "never improved" (the best is below the first), the message says the 5% floor
+    held it back, and a curve without point-to-point jitter (sigma 0) quotes no noise
+    bound of 0."""
+    run = _short_run(np.array([0.70, 0.69, 0.69, 0.69, 0.69, 0.69]))
+    stall = eval_stall.never_improved(run, "eval/loss")
+    assert stall is not None and stall.sigma == 0.0
+    (finding,) = [f for f in _plateau(run) if f.metric == "eval/loss"]
+    assert (
+        finding.title
+        == "eval/loss did not improve materially on its first evaluation (not learning)"
+    )
+    assert "never" not in finding.title + finding.message
+    assert (
+        "did not improve materially on it: its best, 0.69 at step 1, is lower by only 1.4% of "
+        "its first value (0.7), under the 5% an improvement needs;"
+    ) in finding.message
+    assert "noise 0" not in finding.message and "point-to-point" not in finding.message
+
+
+def test_a_stall_with_no_evaluation_better_than_the_first_never_improved() -> None:
+    """Every later evaluation at or above the first: "never improved" is true, and said."""
+    run = _short_run(np.array([0.69, 0.70, 0.69, 0.71, 0.70, 0.70]))
+    (finding,) = [f for f in _plateau(run) if f.metric == "eval/loss"]
+    assert finding.title == "eval/loss never improved on its first evaluation (not learning)"
+    assert "never improved on it: no later evaluation was better;" in finding.message
+
+
+def test_a_best_held_back_by_the_noise_quotes_the_bound() -> None:
+    """20 evaluations jittering ~2.5% around 93% WER, the best 7% below the first: past the
+    5% floor, inside the best-of-19 noise bound, which the message quotes with its sigma."""
+    wer = _stuck_wer(100.0)
+    wer[5] = wer[0] * 0.93
+    run = make_run({"eval/wer": (EVAL_STEPS, wer)})
+    stall = eval_stall.never_improved(run, "eval/wer")
+    assert stall is not None and stall.best_gain_percent >= 5.0
+    text = eval_stall.stall_text(stall)
+    bound = stall.noise_sigmas * stall.sigma
+    assert (
+        f"within the noise: an improvement also needs more than {stall.noise_sigmas:.2f}x its "
+        f"point-to-point noise {stall.sigma:.3g} ({bound:.3g}), the bound for the best of 19"
+    ) in text
+    assert "under the 5%" not in text
+
+
+def test_an_accuracy_stall_is_measured_against_its_distance_to_perfect() -> None:
+    """0.90 -> at best 0.902: 2% of the errors left at the first evaluation (1 - 0.9)."""
+    accuracy = np.array([0.90, 0.902, 0.899, 0.901, 0.900, 0.9015])
+    run = make_run({"eval/accuracy": (SHORT_STEPS, accuracy)})
+    stall = eval_stall.never_improved(run, "eval/accuracy")
+    assert stall is not None
+    assert (
+        "its best, 0.902 at step 1, is higher by only 2.0% of its distance to perfect "
+        "(1 - 0.9 = 0.1), under the 5% an improvement needs;"
+    ) in eval_stall.stall_text(stall)

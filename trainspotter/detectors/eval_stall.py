@@ -8,10 +8,14 @@ improved: no generalisation from the start) through `never_improved`.
 
 The rule. With n >= `MIN_EVALS` evaluations, the metric (in its better direction: a loss
 or an error rate falls, an accuracy rises; `eval_noise.higher_is_better`, which reads
-WER, CER, `err` and `error_rate` as whole name words, `names.is_error_rate`) never
-improved on its first evaluation when all three hold:
+WER, CER, `err` and `error_rate` as whole name words, `names.is_error_rate`) did not
+improve materially on its first evaluation when all three hold:
 1. no significant improving trend (`stats.trend_test`: Mann-Kendall p < 0.05 or a
-   near-monotone tau of 0.6 or more in the improving direction, from 8 evaluations);
+   near-monotone tau of 0.6 or more in the improving direction, from 8 evaluations), and
+   not better at every evaluation than at the one before (a strict fall at every
+   evaluation is a trend at any n: an unchanging curve orders itself so with chance 1/n!,
+   1/120 for 5 evaluations; it is a model learning, if slowly, so "not learning" is not
+   said of it whatever the size of the fall);
 2. no evaluation is materially better than the first: better by `MIN_EFFECT` (5%) of the
    first's scale (its absolute value; for a bounded accuracy-like metric its distance to
    perfect, since 0.90 -> 0.93 is 30% fewer errors; for an error rate its value, the
@@ -33,7 +37,10 @@ percentage) at or above `MOST_WRONG` (half) of its scale at every evaluation is 
 wrong": its level says, as a chance level does, that the model did not learn, so both
 are reported whatever the train loss shows (a model that learned in its first epoch, the
 false-positive mode below, does not sit there). The messages quote the raw first, best
-and last evaluations with their steps, and the median of the later half.
+and last evaluations with their steps, and the median of the later half; they say "never
+improved" only when no later evaluation was better than the first, else "did not improve
+materially" with the best's gain and the test that held it back (under 5%, or within the
+noise bound, whose sigma is then quoted: a curve without jitter has a bound of 0).
 
 False-positive modes: an eval metric whose first evaluation comes after most of the
 learning (an epoch aggregate: Keras and Lightning evaluate at the end of the first epoch)
@@ -42,12 +49,14 @@ therefore reports a non-chance level only when the train loss, logged from befor
 the first evaluation, did not fall either (a model that learned in its first epoch has a
 first-epoch mean train loss well above the next epoch's), and never when the later
 half's median is 5% worse than the first evaluation (that eval degraded: a rise is the
-overfitting detector's, an echo of a train-loss climb divergence's). A fine-tune that starts near
-its optimum improves by under 5%: not learning by this rule, and the message gives the
-numbers. Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level
-tests (2, 3) apply, no trend test. A metric already perfect at its first evaluation (an
-accuracy of 100%, a loss of 0) is not judged: it had nothing to improve on (a metric
-that is 100% because it counts something trivial is then not questioned here). A log
+overfitting detector's, an echo of a train-loss climb divergence's). A fine-tune that
+starts near its optimum and improves by under 5%, not at every evaluation and with no
+significant trend, is not learning by this rule, and the message gives the numbers.
+Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level tests (2,
+3) and the every-evaluation fall of 1 apply, no trend test. A metric already perfect at
+its first evaluation (an accuracy of 100%, a loss of 0) is not judged: it had nothing to
+improve on (a metric that is 100% because it counts something trivial is then not
+questioned here). A log
 that starts late (its train loss's first step past `LATE_START`, 10%, of its last: a
 resumed run) holds none of the learning, so flat train and eval losses there are not
 called "not learning" unless at chance level; a run that really never learned and was
@@ -134,6 +143,8 @@ class EvalStall:
     best-of-(n - 1) bound of rule 2)."""
     scale: float
     scale_text: str
+    """What `scale` measures, with its value: "its first value (6.92)", "its distance to
+    perfect (1 - 0.9 = 0.1)"."""
     trend_text: str
     worse_from_first: bool
     """No later evaluation better than the first, and a significant worsening trend."""
@@ -147,6 +158,11 @@ class EvalStall:
         """At a cross-entropy's chance level or an error rate mostly wrong throughout: the
         level itself says the model did not learn, whatever the train loss did."""
         return bool(self.chance or self.most_wrong)
+
+    @property
+    def never_better(self) -> bool:
+        """No later evaluation was better than the first (the best is the first)."""
+        return self.best_step == self.first_step
 
     @property
     def best_gain_percent(self) -> float:
@@ -168,15 +184,26 @@ def never_improved(run: Run, metric: str) -> EvalStall | None:
     if top is not None and (float(y[0]) >= top if higher else float(y[0]) <= top):
         return None
     badness = -y if higher else y  # lower is better from here on
+    if bool(np.all(np.diff(badness) < 0)):
+        # Better at every evaluation than at the one before: learning, if slowly. An
+        # unchanging curve orders its n evaluations so with chance 1/n! (1/120 for 5),
+        # and below 8 evaluations there is no trend test to say so.
+        return None
     trend = stats.trend_test(x, badness)
     improving = trend is not None and trend.tau < 0
     if improving and trend is not None and (trend.p_value < 0.05 or trend.tau <= -MONOTONE_TAU):
         return None
     if higher:
-        scale, scale_text = distance_to_ideal(metric, y[:1])
+        scale, _ = distance_to_ideal(metric, y[:1])
+        perfect = bounded_top(metric, y[:1])
+        scale_text = (
+            f"its distance to perfect ({perfect:g} - {float(y[0]):.4g} = {scale:.3g})"
+            if perfect is not None and perfect > float(y[0])
+            else f"its first value's size ({scale:.3g})"
+        )
     else:
         scale = abs(float(y[0])) or stats.level_scale(y)
-        scale_text = "its first value"
+        scale_text = f"its first value ({scale:.3g})"
     if scale <= 0:
         return None
     sigma = curve_noise(y)
@@ -282,25 +309,42 @@ def train_fell(trend: TrainTrend) -> bool:
 
 
 def stall_text(stall: EvalStall) -> str:
-    """The rule's numbers, in words: first, best, later median, trend."""
+    """The rule's numbers, in words: first, best, later median, trend. Only the test that
+    held the best evaluation back is quoted: the 5% floor, or the noise bound when the best
+    cleared the floor (a curve with no point-to-point jitter has a noise bound of 0, which
+    holds nothing back)."""
     direction = "higher" if higher_is_better(stall.metric) else "lower"
-    if stall.best_step == stall.first_step:
-        best = "no later evaluation was better"
+    if stall.never_better:
+        outcome = "never improved on it: no later evaluation was better"
     else:
-        best = (
-            f"its best, {stall.best:.4g} at step {stall.best_step}, is only "
-            f"{stall.best_gain_percent:.1f}% of {stall.scale_text} ({stall.scale:.3g}) "
-            f"{direction}, within what the noise gives or under {100 * MIN_EFFECT:.0f}% "
-            f"(an improvement needs both {100 * MIN_EFFECT:.0f}% and more than "
-            f"{stall.noise_sigmas:.2f}x its point-to-point noise {stall.sigma:.3g}, the "
-            f"bound for the best of {stall.n - 1} later evaluations)"
+        gain = (
+            f"its best, {stall.best:.4g} at step {stall.best_step}, is {direction} by only "
+            f"{stall.best_gain_percent:.1f}% of {stall.scale_text}"
         )
+        bound = stall.noise_sigmas * stall.sigma
+        if stall.best_gain_percent < 100 * MIN_EFFECT:
+            why = f"under the {100 * MIN_EFFECT:.0f}% an improvement needs"
+        else:
+            why = (
+                f"within the noise: an improvement also needs more than "
+                f"{stall.noise_sigmas:.2f}x its point-to-point noise {stall.sigma:.3g} "
+                f"({bound:.3g}), the bound for the best of {stall.n - 1} later evaluations"
+            )
+        outcome = f"did not improve materially on it: {gain}, {why}"
     return (
         f"{stall.metric} was {stall.first:.4g} at its first evaluation (step "
-        f"{stall.first_step}) and never got materially better: {best}; its last is "
+        f"{stall.first_step}) and {outcome}; its last is "
         f"{stall.last:.4g} (step {stall.last_step}) and the median of its last "
         f"{stall.later} evaluations {stall.later_median:.4g}, with {stall.trend_text}."
     )
+
+
+def stall_words(stall: EvalStall) -> str:
+    """The title's verb phrase: "never improved" only when no later evaluation was better
+    than the first; a curve a little better at its best "did not improve materially"."""
+    if stall.never_better:
+        return "never improved on its first evaluation"
+    return "did not improve materially on its first evaluation"
 
 
 def train_words(trend: TrainTrend) -> str:
@@ -376,7 +420,7 @@ def _not_learning_finding(detector: str, stall: EvalStall, trend: TrainTrend) ->
     title = (
         f"{stall.metric} at chance level throughout (not learning)"
         if stall.chance
-        else f"{stall.metric} never improved on its first evaluation (not learning)"
+        else f"{stall.metric} {stall_words(stall)} (not learning)"
     )
     return _finding(detector, stall, title, message, NOT_LEARNING_FIXES)
 
@@ -428,10 +472,7 @@ def no_generalisation_finding(
             f" The first evaluation is at step {stall.first_step}: what the model learned "
             "before it is not in this log; after it, training did not help the eval."
         )
-    title = (
-        f"{stall.metric} never improved on its first evaluation while "
-        f"{trend.name} fell (no generalisation)"
-    )
+    title = f"{stall.metric} {stall_words(stall)} while {trend.name} fell (no generalisation)"
     keep_best = keep_best_fix(run, stall.metric, stall.best_step, stall.best)
     regularise = "Regularise or shrink the model: weight decay, dropout, data augmentation"
     # A checkpoint mostly wrong is not worth keeping: the labels come first then.
