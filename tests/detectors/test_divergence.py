@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from synth import decaying_loss, every, healthy_noisy_run, make_run, sgdr, warmup_cosine
@@ -204,5 +206,80 @@ def test_a_drift_reports_the_observed_rise_not_the_slope_times_the_span() -> Non
     factor = float(f.evidence["end_level"]) / float(f.evidence["min_level"])
     assert float(f.evidence["rise_factor"]) == pytest.approx(factor)
     assert 3.0 <= factor <= 15.0
-    assert f"(x{factor:.4g})" in f.message and "Theil-Sen" not in f.message
+    assert f"; x{factor:.4g} from the smoothed minimum)" in f.message
+    assert "Theil-Sen" not in f.message
     assert f"rising since step {f.step_start}," in f.message
+
+
+_SPAN = re.compile(
+    r"smoothed minimum (\S+) at step (\d+) \(a rolling median over the (\d+) points "
+    r"logged at steps (\d+)-(\d+)\)"
+)
+
+
+def _quoted_window(message: str, steps: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+    """The smoothed minimum a message quotes, and the median of the logged values over the
+    steps it says that rolling median spans (after checking the count it gives)."""
+    match = _SPAN.search(message)
+    assert match is not None, message
+    quoted, step, count, first, last = match.groups()
+    inside = (steps >= int(first)) & (steps <= int(last))
+    assert int(first) <= int(step) <= int(last)
+    assert int(count) == int(np.count_nonzero(inside))
+    return float(quoted), float(np.median(values[inside]))
+
+
+@pytest.mark.parametrize("points", [300, 1000])
+def test_a_drift_calls_its_smoothed_levels_smoothed_and_quotes_the_last_logged_value(
+    points: int,
+) -> None:
+    """A loss ramping 0.05 -> 1 from its first step: the rolling median at step 0 (0.0675
+    over 8 points for 300) is not the logged 0.05 there, so the message calls it smoothed
+    and names the steps it spans, whose logged median it is (1000 points: a rolling median
+    of 3-point block medians); the end is quoted raw at the last step."""
+    steps = np.arange(points) * 10
+    loss = np.linspace(0.05, 1.0, points)
+    run = make_run({"train/loss": (steps, loss)})
+    (f,) = [f for f in _detect(run) if "drifting upward" in f.title]
+    assert "its minimum" not in f.message
+    quoted, logged_median = _quoted_window(f.message, steps, loss)
+    assert quoted == pytest.approx(logged_median, rel=5e-3)
+    assert quoted == pytest.approx(float(f.evidence["min_level"]), rel=1e-3)
+    assert quoted > 1.2 * loss[0]  # not the logged value at step 0
+    assert f"it ends at a smoothed {float(f.evidence['end_level']):.4g} (the median of the " in (
+        f.message
+    )
+    assert f"its last logged value {loss[-1]:.4g} at step {steps[-1]}." in f.message
+
+
+def test_a_transient_climb_names_the_window_of_its_smoothed_minimum() -> None:
+    """The bump of `test_a_climb_that_comes_back_is_a_warning`: 600 points, decimated to
+    300 block medians of 2, a rolling median over 15 of them spans 30 logged points; the
+    median of medians is within the noise of those points' median."""
+    steps = every(600, 1)
+    loss = decaying_loss(steps, seed=6, noise=0.05)
+    bump = np.exp(3.0 * np.exp(-(((steps - 330) / 60.0) ** 2)))
+    (f,) = _detect(_run(steps, loss * bump))
+    assert f.message.startswith("train/loss (smoothed) climbed from")
+    quoted, logged_median = _quoted_window(
+        f.message.replace("(smoothed) climbed from", "smoothed minimum"), steps, loss * bump
+    )
+    assert quoted == pytest.approx(logged_median, rel=0.02)
+
+
+def test_the_lr_note_of_a_drift_names_the_steps_of_its_lr_values() -> None:
+    steps = every(4000, 1)
+    loss = decaying_loss(steps, seed=22, noise=0.03)
+    loss[2000:] *= 10.0 ** np.sqrt((steps[2000:] - 2000) / 2000.0)
+    lr = np.where(steps < 2000, 1e-3, np.linspace(1e-3, 1e-2, steps.size))
+    run = make_run({"train/loss": (steps, loss), "lr": (steps, lr)})
+    (f,) = [f for f in _detect(run) if "drifting upward" in f.title]
+    match = re.search(
+        r"The LR rose over the same stretch \((\S+) at step (\d+) -> (\S+) at step (\d+)\)",
+        f.message,
+    )
+    assert match is not None, f.message
+    first, first_step, last, last_step = match.groups()
+    at = {int(s): v for s, v in zip(steps, lr, strict=True)}
+    assert float(first) == pytest.approx(at[int(first_step)], rel=1e-3)
+    assert float(last) == pytest.approx(at[int(last_step)], rel=1e-3)

@@ -1,5 +1,12 @@
 """divergence, sustained rises: a loss rising to the end of the log (error) or a climb
-that held and came back (warning), tested on ranks with effect-size checks."""
+that held and came back (warning), tested on ranks with effect-size checks.
+
+The levels a rise is measured between are points of the smoothed curve
+(`stats.smooth_curve`: a centred rolling median over 5% of the points, after a
+block-median decimation to 400), so every message calls them smoothed and says which
+logged steps the rolling median spans (`smoothed_span`); a raw value is quoted only at a
+logged step (the last one).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ class Rise:
     min_step: int
     """The lowest (smoothed) point before the rise."""
     min_level: float
+    """The smoothed value there (not a logged value: a rolling median)."""
     onset_step: int
     """The first step at which the rise is already as large as the test requires."""
     peak_step: int
@@ -36,6 +44,14 @@ class Rise:
     """The rise was measured in log space (a positive loss): its size is a ratio."""
     scale: float = 1.0
     """The loss's robust level (`stats.level_scale`), for a linear rise's size."""
+    min_span: str = ""
+    """Which logged points the smoothed minimum is a rolling median over
+    (`smoothed_span`)."""
+    end_span: str = ""
+    """What `end_level` is a median of: for a tail rise, the last tenth of the smoothed
+    curve over named steps; for a transient one, the smoothed value after the climb."""
+    last_value: float = math.nan
+    """The last logged (raw) value, at `end_step`, for a tail rise."""
 
     def growth(self, to_level: float) -> str:
         """The observed rise from the minimum to `to_level`: "x65.5" for a positive loss,
@@ -78,6 +94,26 @@ def _rising(trend: stats.Trend, alpha: float, params: DivergenceParams) -> bool:
     return trend.z > 0 and (trend.p_value < alpha or monotone)
 
 
+def smoothed_span(x: FloatArray, size: int, i: int) -> str:
+    """The logged points the smoothed value `i` of `stats.smooth_curve(x, ...)` (`size`
+    smoothed points, default window) is a rolling median over, in words: "a rolling median
+    over the 8 points logged at steps 0-70". `x` holds the finite points' steps.
+
+    It mirrors `smooth_curve`: blocks of ceil(n / `stats.MAX_TREND_POINTS`) points when
+    decimated (the last block keeps the remainder), a centred window of
+    max(3, round(5% of the smoothed points)) | 1 of them, cut short at both ends of the log."""
+    n = int(x.size)
+    block = 1 if n <= stats.MAX_TREND_POINTS else math.ceil(n / stats.MAX_TREND_POINTS)
+    width = max(3, round(size * 0.05)) | 1
+    half = (width - 1) // 2
+    lo, hi = max(0, i - half), min(size - 1, i + half)
+    first, last = lo * block, min(n, (hi + 1) * block) - 1
+    return (
+        f"a rolling median over the {last - first + 1} points logged at steps "
+        f"{int(x[first])}-{int(x[last])}"
+    )
+
+
 def tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> Rise | None:
     """An upward drift from the loss's smoothed minimum to the end of the log.
 
@@ -108,7 +144,8 @@ def tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> Rise | 
     noise = stats.noise_scale(tt)
     needed = max(by_level, params.drift_noise_multiple * noise)
     tail_smooth = ts[i_min:]
-    end_t = float(np.median(tail_smooth[-max(1, tail_smooth.size // 10) :]))
+    end_points = max(1, tail_smooth.size // 10)
+    end_t = float(np.median(tail_smooth[-end_points:]))
     if rise < needed or end_t - float(ts[i_min]) < needed:
         return None
     half = xt >= xt[0] + 0.5 * float(xt[-1] - xt[0])
@@ -152,6 +189,11 @@ def tail_rise(x: FloatArray, y: FloatArray, params: DivergenceParams) -> Rise | 
         detail=detail,
         in_log=in_log,
         scale=stats.level_scale(y),
+        min_span=smoothed_span(x, ts.size, i_min),
+        end_span=(
+            f"the median of the smoothed curve over steps {int(xs[-end_points])}-{int(xs[-1])}"
+        ),
+        last_value=float(y[-1]),
     )
 
 
@@ -218,6 +260,7 @@ def transient_rises(x: FloatArray, y: FloatArray, run: Run, params: DivergencePa
                 end_level=after,
                 evidence=evidence,
                 detail=detail,
+                min_span=smoothed_span(x, ts.size, i_min),
             )
         )
     return rises
@@ -266,7 +309,7 @@ def _lr_restarted(run: Run, start: float, end: float) -> bool:
 
 def _drift_fixes(name: str, rise: Rise, run: Run) -> tuple[str, ...]:
     return (
-        f"Resume from the checkpoint nearest step {rise.min_step} (lowest {name}, "
+        f"Resume from the checkpoint nearest step {rise.min_step} (lowest smoothed {name}, "
         f"{fmt(rise.min_level)}) with a 2-10x lower learning rate.",
         f"{idioms.clipping_fix(run)}; and check the warmup length.",
         "If the data changed partway (a new shard, a curriculum stage), check that stage for "
@@ -289,15 +332,20 @@ def _lr_rise_note(run: Run, rise: Rise) -> str:
         return ""
     rise.evidence["lr_at_min"] = first
     rise.evidence["lr_at_end"] = last
-    return f" The LR rose over the same stretch ({fmt(first)} -> {fmt(last)})."
+    first_step, last_step = int(lx[inside][0]), int(lx[inside][-1])
+    return (
+        f" The LR rose over the same stretch ({fmt(first)} at step {first_step} -> "
+        f"{fmt(last)} at step {last_step})."
+    )
 
 
 def drift_finding(name: str, rise: Rise, run: Run) -> Finding:
     message = (
-        f"{name} has been rising since step {rise.onset_step}, up from its minimum "
-        f"{fmt(rise.min_level)} at step {rise.min_step}: it ends at {fmt(rise.end_level)} "
-        f"at step {rise.end_step} ({rise.growth(rise.end_level)}). {rise.detail}"
-        + _lr_rise_note(run, rise)
+        f"{name} has been rising since step {rise.onset_step}, up from its smoothed minimum "
+        f"{fmt(rise.min_level)} at step {rise.min_step} ({rise.min_span}): it ends at a "
+        f"smoothed {fmt(rise.end_level)} ({rise.end_span}; "
+        f"{rise.growth(rise.end_level)} from the smoothed minimum), its last logged value "
+        f"{fmt(rise.last_value)} at step {rise.end_step}. {rise.detail}" + _lr_rise_note(run, rise)
     )
     rise.evidence["onset_step"] = rise.onset_step
     title = f"{name} is drifting upward (diverging) from step {rise.onset_step}"
@@ -324,10 +372,10 @@ def transient_finding(name: str, rise: Rise, run: Run) -> Finding:
             "from not coming back."
         )
     message = (
-        f"{name} (smoothed) climbed from {fmt(rise.min_level)} at step {rise.min_step} to "
-        f"{fmt(rise.peak_level)} at step {rise.peak_step}{how_far}, stayed up until step "
-        f"{rise.end_step} and came back to {fmt(rise.end_level)} by step {back_at}. "
-        f"{rise.detail} {outcome}"
+        f"{name} (smoothed) climbed from {fmt(rise.min_level)} at step {rise.min_step} "
+        f"({rise.min_span}) to {fmt(rise.peak_level)} at step {rise.peak_step}{how_far}, "
+        f"stayed up until step {rise.end_step} and came back to {fmt(rise.end_level)} by "
+        f"step {back_at}. {rise.detail} {outcome}"
     )
     title_end = "came back (eval/loss did not)" if eval_note else "came back"
     title = f"{name} diverged at steps {rise.onset_step}-{rise.end_step} and {title_end}"
