@@ -9,9 +9,13 @@ logged batch was a heavy-tailed outlier was a warning like any episode too close
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from synth import decaying_loss, every, make_run
 
+from trainspotter.detectors import stats
 from trainspotter.detectors.spikes import DETECTOR, SpikesParams
+from trainspotter.detectors.spikes.end import end_episode
+from trainspotter.detectors.spikes.scoring import Curve, spike_scores
 from trainspotter.model import Finding, FloatArray, Run, Severity
 from trainspotter.names import EVAL_LOSS, TRAIN_LOSS
 
@@ -114,3 +118,36 @@ def test_a_metric_that_ends_non_finite_is_left_to_the_did_not_recover_rule() -> 
     loss[-2:] = np.nan
     (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss)}))
     assert f.severity is Severity.ERROR and "rule" not in f.evidence
+
+
+def test_the_end_rule_floors_its_noise_as_the_trailing_window_rule_does() -> None:
+    """One noise floor (`scoring.noise_floor`): on a loss rounded to 3 decimals, nearly
+    flat before its last point (the floor is near the rounding step), and on a linear
+    (signed) curve, the end rule's sigma is the trailing-window rule's at the same point."""
+    steps = every(200, 1)
+    jitter = np.random.default_rng(0).choice([-0.001, 0.0, 0.0, 0.0, 0.001], steps.size)
+    flat = np.round(np.where(steps < 20, 2.0, 0.2) + jitter, 3)  # its noise under 1e-3
+    flat[-1] = 0.9
+    signed = np.sin(steps / 7.0) * 0.01 - 0.5
+    signed[-1] = 3.0
+    for values in (flat, signed):
+        series = make_run({TRAIN_LOSS: (steps, values)}).metrics[TRAIN_LOSS]
+        logged, in_log = stats.log_if_positive(values)
+        min_jump = (
+            np.log10(PARAMS.min_ratio)
+            if in_log
+            else (PARAMS.min_ratio - 1.0) * stats.level_scale(values)
+        )
+        curve = Curve(
+            steps=series.steps,
+            raw=values,
+            values=logged,
+            in_log=in_log,
+            min_jump=float(min_jump),
+            window=PARAMS.min_window,
+            ends_nonfinite=False,
+        )
+        _, _, sigma = spike_scores(curve, PARAMS)
+        ep = end_episode(curve, PARAMS)
+        assert ep is not None and ep.start == steps.size - 1
+        assert ep.sigma == pytest.approx(float(sigma[-1]), rel=1e-12)

@@ -426,9 +426,9 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
     )
     early = neighbour_spikes(name, run, curve, unjudged, params) if unjudged else []
     # The last logged points, which nothing after them can show coming back (`end`).
-    end = end_episode(curve, params)
+    log_end = end_episode(curve, params)
     if unjudged == n:
-        return early + ([spike_finding(name, run, curve, end, params, 1)] if end else [])
+        return early + ([spike_finding(name, run, curve, log_end, params, 1)] if log_end else [])
     z, median, sigma = spike_scores(curve, params)
     found = [
         judge_episode(curve, z, median, sigma, start, end, params)
@@ -446,7 +446,7 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
         )
     ]
     found = [e for e in merge_unrecovered(found) if large_enough(curve, e, params)]
-    found = settle_end(found, end, curve)
+    found = settle_end(found, log_end, curve)
     return early + [
         spike_finding(name, run, curve, e, params, len(found))
         for e in worth_showing(found, curve, params)

@@ -27,6 +27,7 @@ from trainspotter.detectors.spikes.scoring import (
     Episode,
     large_enough,
     logging_resolution,
+    noise_floor,
 )
 from trainspotter.model import FloatArray
 
@@ -91,11 +92,10 @@ def _tail_jump(curve: Curve, start: int, params: SpikesParams) -> Episode | None
 def _noise(curve: Curve, before: FloatArray, level: float) -> float:
     """The noise sigma of the points before a tail, as the trailing-window rule measures it
     (MAD of first differences / sqrt 2), floored at the logging resolution and at 1% of the
-    smallest jump that counts."""
+    smallest jump that counts (`scoring.noise_floor`)."""
     noise = stats.noise_scale(before[-curve.window :])
-    quantum = logging_resolution(curve.raw)
-    resolution = math.log10(1.0 + quantum / 10.0**level) if curve.in_log else quantum
-    return max(noise, resolution, 0.01 * curve.min_jump)
+    floor = noise_floor(curve, np.array([level]), logging_resolution(curve.raw))
+    return max(noise, float(floor[0]))
 
 
 def earlier_rise(values: FloatArray) -> tuple[float, int | None]:

@@ -189,7 +189,7 @@ def spike_scores(curve: Curve, params: SpikesParams) -> tuple[FloatArray, FloatA
     z = np.full(n, np.nan)
     median = np.full(n, np.nan)
     sigma = np.full(n, np.nan)
-    floor = 0.01 * curve.min_jump
+    floor = FLAT_NOISE_SHARE * curve.min_jump
     if n <= _SCREEN_ABOVE:
         candidate = np.ones(n, dtype=bool)
     else:
@@ -220,11 +220,7 @@ def spike_scores(curve: Curve, params: SpikesParams) -> tuple[FloatArray, FloatA
         mid = np.nanmedian(diffs, axis=1)
         noise = np.nanmedian(np.abs(diffs - mid[:, None]), axis=1)
         noise *= stats.MAD_TO_SIGMA / math.sqrt(2.0)
-        if curve.in_log:
-            resolution = np.log10(1.0 + quantum / np.power(10.0, centre))
-        else:
-            resolution = np.full(chunk.size, quantum)
-        sig = np.maximum(np.maximum(noise, resolution), floor)
+        sig = np.maximum(noise, noise_floor(curve, centre, quantum))
         jump = values[chunk] - centre
         z[chunk] = np.where(jump >= curve.min_jump, jump / sig, np.nan)
         median[chunk] = centre
@@ -241,6 +237,24 @@ one earlier outlier, and current (no lag) on a curve that is still falling or ri
 
 _CHUNK_ROWS = 20_000
 """Candidates scored per batch: bounds the temporary window copies to a few MB."""
+
+
+FLAT_NOISE_SHARE = 0.01
+"""The noise sigma is at least this share of the smallest jump that counts, so a perfectly
+flat stretch gives a large but finite z (`noise_floor`)."""
+
+
+def noise_floor(curve: Curve, level: FloatArray, quantum: float) -> FloatArray:
+    """The smallest noise sigma a point is judged against, for pre-spike levels `level`
+    (`values` units): the logging resolution `quantum` (`logging_resolution`, raw units; in
+    log units, the ratio one rounding step makes at that level) and `FLAT_NOISE_SHARE` of
+    the smallest jump that counts. The trailing-window rule (`spike_scores`) and the end
+    rule (`end`) floor their noise with it."""
+    if curve.in_log:
+        resolution = np.log10(1.0 + quantum / np.power(10.0, level))
+    else:
+        resolution = np.full(np.shape(level), quantum)
+    return np.maximum(resolution, FLAT_NOISE_SHARE * curve.min_jump)
 
 
 def logging_resolution(raw: FloatArray) -> float:
