@@ -120,6 +120,69 @@ def test_a_metric_that_ends_non_finite_is_left_to_the_did_not_recover_rule() -> 
     assert f.severity is Severity.ERROR and "rule" not in f.evidence
 
 
+def _sgdr(cut: int, seed: int, period: int = 250) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """A cosine schedule with warm restarts every `period` steps (logged every 5), the loss
+    rising with the LR (2x at a restart), the log cut at step `cut`: steps, loss, LR."""
+    steps = np.arange(0, cut + 1, 5, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    lr = 1e-3 * 0.5 * (1 + np.cos(np.pi * (steps % period) / period))
+    base = 0.3 + 2.2 * np.exp(-steps / 300)
+    loss = base * (1 + lr / 1e-3) * np.exp(rng.normal(0.0, 0.03, steps.size))
+    return steps, loss, lr
+
+
+def test_a_log_cut_just_after_a_warm_restart_is_info_naming_the_lr_rise() -> None:
+    """Before: a warning, "the run ended on a blow-up", while its evidence held the LR at
+    the restart. The LR went back to the peak the run trained at: the schedule's doing."""
+    steps, loss, lr = _sgdr(cut=255, seed=0)
+    (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss), "lr": (steps, lr)}))
+    assert f.severity is Severity.INFO
+    assert f.evidence["rule"] == "end_of_log" and f.step_start == 250
+    assert f.evidence["lr_rose_from_step"] == 245 and f.evidence["lr_rose_to_step"] == 250
+    assert f"The LR rose from {lr[-3]:.4g} at step 245 to 0.001 at step 250 just before" in (
+        f.message
+    )
+    assert "not blowing up" in f.message and "ended on a blow-up" not in f.message
+    assert not any("Do not use the final checkpoint" in fix for fix in f.fixes)
+
+
+def test_no_cut_after_a_warm_restart_warns() -> None:
+    """The class: logs cut 0-2 logs after the first or second restart, 5 seeds each (the
+    end rule's findings: the first restart is the trailing-window rule's to judge)."""
+    for cut in (250, 255, 260, 500, 505, 510):
+        for seed in range(5):
+            steps, loss, lr = _sgdr(cut, seed)
+            found = _detect(make_run({TRAIN_LOSS: (steps, loss), "lr": (steps, lr)}))
+            at_end = [f for f in found if f.evidence.get("rule") == "end_of_log"]
+            loud = [f for f in at_end if f.severity >= Severity.WARNING]
+            assert not loud, (cut, seed, loud)
+
+
+def test_the_same_restart_without_a_logged_lr_is_still_a_warning() -> None:
+    steps, loss, _ = _sgdr(cut=255, seed=0)
+    (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss)}))
+    assert f.severity is Severity.WARNING and "ended on a blow-up" in f.message
+
+
+def test_an_lr_raised_above_every_earlier_lr_at_the_end_stays_a_warning_that_names_it() -> None:
+    """A schedule bug that multiplies the LR by 100 for the last epoch (the class of
+    examples/lightning_last_epoch_lr, which logs no LR): not a restart to a known LR."""
+    steps = every(400, 5)
+    loss = decaying_loss(steps, seed=4, noise=0.03)
+    lr = np.full(steps.size, 1e-3)
+    lr[-1] = 0.1
+    loss[-1] *= 3.0
+    (f,) = _detect(make_run({TRAIN_LOSS: (steps, loss), "lr": (steps, lr)}))
+    assert f.severity is Severity.WARNING
+    last, before = int(steps[-1]), int(steps[-2])
+    assert (
+        f"The LR rose from 0.001 at step {before} to 0.1 at step {last} just before, above "
+        "every LR logged before it (the highest was 0.001): the new LR may be too high"
+    ) in f.message
+    assert "ended on a blow-up" in f.message
+    assert "lr_back_to_earlier_peak" not in f.evidence
+
+
 def test_the_end_rule_floors_its_noise_as_the_trailing_window_rule_does() -> None:
     """One noise floor (`scoring.noise_floor`): on a loss rounded to 3 decimals, nearly
     flat before its last point (the floor is near the rounding step), and on a linear

@@ -199,7 +199,13 @@ class SpikesDetector(
        warning (info on a memorised curve, step 3b), whatever the baseline's length: one
        point or a few are all the evidence, so never an error, and the message says so,
        quotes the point before it, the largest earlier rise, and, for an eval loss, the
-       lowest earlier evaluation (the checkpoint the final one may be worse than). It
+       lowest earlier evaluation (the checkpoint the final one may be worse than). When
+       the logged LR rose more than 10% within the 5 logged points before the tail
+       (`scoring.lr_rise_before`, the test of step 3's run rule), the message names the
+       rise (from which LR at which step to which at which step); when the LR went back
+       to no more than 1.1x an LR logged before the rise (a warm restart, a cycle), the
+       finding is info: the loss answering the schedule, not a blow-up. A rise above every
+       earlier LR (a schedule bug that multiplies it) stays a warning that says so. It
        replaces the episodes of steps 2-5 inside its tail. A step-2 spike that is the last
        logged point alone and fails this rule (its jump is within twice the curve's
        largest earlier rise) is info: "as likely one hard batch".
@@ -314,10 +320,12 @@ class SpikesDetector(
     300. The same holds for an eval loss of heavy-tailed jitter (Student-t, 9%: one
     evaluation 4.3x its level at z 17 in the realistic eval family): a warning when it is
     the last. A deliberate change at the last step (a final evaluation on another set, a
-    schedule that ends with a restart) is reported as what it looks like. Misses by
+    schedule that ends with a restart whose LR is not logged) is reported as what it looks
+    like; a restart whose LR is logged is info. Misses by
     design: a final jump under `min_ratio`, one no more than twice (log units) the
     curve's largest earlier rise, and a raised tail of `recovery_points` or more points,
-    which step 4 judges (did not recover: an error).
+    which step 4 judges (did not recover: an error); a real blow-up at a warm restart to an
+    LR the run trained at before (info).
     Start-up transient: a run logged so sparsely that its loss falls tenfold between two
     of its first logs, or halves at every log for its first few, and then memorises has
     its reference taken after that fall, so its memorised jumps that last a few logs can
@@ -425,8 +433,9 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
         ends_nonfinite=not bool(np.isfinite(series.values[-1])),
     )
     early = neighbour_spikes(name, run, curve, unjudged, params) if unjudged else []
+    lr = run.metrics.get(LR)
     # The last logged points, which nothing after them can show coming back (`end`).
-    log_end = end_episode(curve, params)
+    log_end = end_episode(curve, params, lr)
     if unjudged == n:
         return early + ([spike_finding(name, run, curve, log_end, params, 1)] if log_end else [])
     z, median, sigma = spike_scores(curve, params)
@@ -437,7 +446,6 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
     # A run of sub-threshold points is a spike only when it is a burst: not a lasting or
     # slowly relaxing change of level, and not the loss answering an LR that just went up.
     # Dropped before merging, so a level shift does not swallow the spikes after it.
-    lr = run.metrics.get(LR)
     found = [
         e
         for e in found

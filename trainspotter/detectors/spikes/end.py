@@ -10,6 +10,9 @@ points with the evidence that exists before them: they are far above the level b
 (`min_ratio`, `end_z` noise sigmas) and beyond anything the curve did before
 (`end_history_multiple` times the largest earlier rise), and large in absolute terms
 (`scoring.large_enough`). It never makes an error: the evidence is the last points alone.
+When the logged LR rose just before the tail (`scoring.lr_rise_before`, the test the run
+rule drops bursts with), the episode carries that rise, and the message says the loss is
+answering the schedule rather than blowing up.
 """
 
 from __future__ import annotations
@@ -27,17 +30,19 @@ from trainspotter.detectors.spikes.scoring import (
     Episode,
     large_enough,
     logging_resolution,
+    lr_rise_before,
     noise_floor,
 )
-from trainspotter.model import FloatArray
+from trainspotter.model import FloatArray, Series
 
 
-def end_episode(curve: Curve, params: SpikesParams) -> Episode | None:
+def end_episode(curve: Curve, params: SpikesParams, lr: Series | None = None) -> Episode | None:
     """The longest tail of the log's last points (1 to `recovery_points` - 1 of them, with
     at least `min_baseline` points before) that passes `_tail_jump`, as an episode the log
-    ends on; None when the last point itself does not, or when the metric ends non-finite
-    (then its last finite point is not the last logged one: it never came back, which the
-    trailing-window rule reports as an error)."""
+    ends on, with the rise of the learning rate `lr` just before it when there was one
+    (`scoring.lr_rise_before`); None when the last point itself does not pass, when the
+    metric ends non-finite (then its last finite point is not the last logged one: it never
+    came back, which the trailing-window rule reports as an error)."""
     if curve.ends_nonfinite:
         return None
     found = None
@@ -50,7 +55,8 @@ def end_episode(curve: Curve, params: SpikesParams) -> Episode | None:
         found = _tail_jump(curve, start, params) or found
     if found is None or not large_enough(curve, found, params):
         return None
-    return found
+    rise = lr_rise_before(lr, curve.steps, found.start)
+    return found if rise is None else dataclasses.replace(found, lr_rise=rise)
 
 
 def _tail_jump(curve: Curve, start: int, params: SpikesParams) -> Episode | None:

@@ -206,6 +206,11 @@ def _end_fixes(name: str, start_step: int, evidence: Evidence) -> tuple[str, ...
     different at the end, and which checkpoint to trust meanwhile."""
     if evidence.get("rule") != "end_of_log" or evidence.get("within_history") == "yes":
         return ()
+    if evidence.get("lr_back_to_earlier_peak") == "yes":
+        return (
+            f"If the LR rise at step {evidence['lr_rose_to_step']} was meant (a warm restart), "
+            f"train past it before judging {name}; if not, fix the LR schedule.",
+        )
     best = evidence.get("best_earlier_step")
     keep = (
         f"the checkpoint from step {best} (the lowest {name} before it)"
@@ -224,8 +229,11 @@ def _end_fixes(name: str, start_step: int, evidence: Evidence) -> tuple[str, ...
 def _end_severity(curve: Curve, ep: Episode, params: SpikesParams) -> Severity:
     """An episode the log ends on: a warning when the end rule found it (`end`), unless
     the curve had memorised (one hard example then gives such a jump); info when it is a
-    single last point within the curve's own history of rises."""
+    single last point within the curve's own history of rises, or when the logged LR rose
+    just before it back to an LR the run had trained at (a warm restart: the schedule)."""
     if ep.within_history or is_memorised(curve, ep, params):
+        return Severity.INFO
+    if ep.lr_rise is not None and ep.lr_rise.back_to_earlier_peak:
         return Severity.INFO
     return Severity.WARNING
 
@@ -283,6 +291,31 @@ def end_of_log_text(
         )
         evidence["within_history"] = "yes"
         return text, evidence
+    rise = ep.lr_rise
+    if rise is not None:
+        evidence["lr_rose_from"] = rise.from_value
+        evidence["lr_rose_from_step"] = rise.from_step
+        evidence["lr_rose_to"] = rise.to_value
+        evidence["lr_rose_to_step"] = rise.to_step
+        text += (
+            f"The LR rose from {fmt(rise.from_value)} at step {rise.from_step} to "
+            f"{fmt(rise.to_value)} at step {rise.to_step} just before"
+        )
+        if rise.back_to_earlier_peak:
+            text += (
+                f", back to an LR the run had trained at before (up to "
+                f"{fmt(rise.highest_before)}): a warm restart or a cycle. A loss that rises "
+                "right after one is most likely answering the schedule, not blowing up; only "
+                "more steps can show whether it comes back."
+            )
+            evidence["lr_back_to_earlier_peak"] = "yes"
+            return text, evidence
+        before = (
+            f"above every LR logged before it (the highest was {fmt(rise.highest_before)})"
+            if math.isfinite(rise.highest_before)
+            else "with no LR logged before it"
+        )
+        text += f", {before}: the new LR may be too high for the run. "
     if is_memorised(curve, ep, params):
         text += (
             f"The curve sat below {fmt(100 * params.near_zero_fraction)}% of its earlier level "

@@ -64,6 +64,9 @@ class Episode:
     median of the `RECENT_POINTS` before it, in `values` units (0 when none rose)."""
     earlier_rise_at: int | None = None
     """Index of that earlier point (None when none rose)."""
+    lr_rise: LrRise | None = None
+    """For an episode the log ends on: the rise of the logged LR just before it
+    (`lr_rise_before`), None when the LR did not rise or was not logged."""
     within_history: bool = False
     """A single last logged point that the end-of-log rule does not pass: the curve rose
     half as far (in `values` units) or more before and came back, so this one is as likely
@@ -383,24 +386,71 @@ LR_RISE = 1.1
 rise (`follows_lr_rise`): float jitter and a constant LR are not."""
 
 
-def follows_lr_rise(
+@dataclass(frozen=True)
+class LrRise:
+    """A rise of the logged learning rate just before an episode (`lr_rise_before`): the
+    raw LR values at the logged steps they were logged at."""
+
+    from_step: int
+    from_value: float
+    """The lowest LR logged before the rise within the window looked at (the latest such
+    point, when the LR held it)."""
+    to_step: int
+    to_value: float
+    """The LR that rose above it (the largest ratio to the lowest LR before it)."""
+    highest_before: float
+    """The highest LR logged at any step before `from_step` (NaN when none was)."""
+
+    @property
+    def back_to_earlier_peak(self) -> bool:
+        """The LR went back to no more than `LR_RISE` x an LR the run had already trained
+        at (a warm restart, a cycle), not above every LR before it (a schedule that
+        multiplies the LR by a factor the run never saw, or a warmup to a new peak)."""
+        return self.to_value <= LR_RISE * self.highest_before
+
+
+def lr_rise_before(
     lr: Series | None, steps: IntArray, start: int, tolerance: float = LR_RISE
-) -> bool:
-    """Whether the learning rate rose (by more than `tolerance` x) between the logged point
-    `RECENT_POINTS` before index `start` and `start` itself: a warm restart, a cycle, a
-    warmup. A loss that climbs a few sigmas for a while right after the LR went up is the
-    schedule's doing (lr_schedule names the restart), not a spike."""
+) -> LrRise | None:
+    """The rise of the learning rate (by more than `tolerance` x) between the logged point
+    `RECENT_POINTS` before index `start` and `start` itself, None when it did not rise: a
+    warm restart, a cycle, a warmup. Of several, the one of the largest ratio to the
+    lowest LR logged before it in that window."""
     if lr is None:
-        return False
+        return None
     x, y = stats.finite_xy(lr.steps, lr.values)
     if x.size == 0:
-        return False
+        return None
     since = int(steps[max(0, start - RECENT_POINTS)])
     until = int(steps[start])
     first = max(0, int(np.searchsorted(x, since, side="right")) - 1)
     last = int(np.searchsorted(x, until, side="right"))
     seen = y[first:last]
     if seen.size < 2:
-        return False
+        return None
     lowest_before = np.minimum.accumulate(seen)[:-1]
-    return bool(np.any(seen[1:] > tolerance * lowest_before))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rose = seen[1:] > tolerance * lowest_before
+        ratio = np.where(rose, seen[1:] / lowest_before, -np.inf)
+    if not bool(np.any(rose)):
+        return None
+    to = int(np.argmax(ratio)) + 1
+    low = to - 1 - int(np.argmin(seen[:to][::-1]))  # the latest of equal lows: a constant LR
+    earlier = y[: first + low]
+    return LrRise(
+        from_step=int(x[first + low]),
+        from_value=float(seen[low]),
+        to_step=int(x[first + to]),
+        to_value=float(seen[to]),
+        highest_before=float(np.max(earlier)) if earlier.size else math.nan,
+    )
+
+
+def follows_lr_rise(
+    lr: Series | None, steps: IntArray, start: int, tolerance: float = LR_RISE
+) -> bool:
+    """Whether the learning rate rose (by more than `tolerance` x) between the logged point
+    `RECENT_POINTS` before index `start` and `start` itself (`lr_rise_before`): a warm
+    restart, a cycle, a warmup. A loss that climbs a few sigmas for a while right after the
+    LR went up is the schedule's doing (lr_schedule names the restart), not a spike."""
+    return lr_rise_before(lr, steps, start, tolerance) is not None
