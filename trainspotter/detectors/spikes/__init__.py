@@ -35,7 +35,7 @@ from trainspotter.detectors.spikes.scoring import (
     worth_showing,
 )
 from trainspotter.model import Finding, Run, Series
-from trainspotter.names import LR, is_loss_like, rl_losses
+from trainspotter.names import LR, adversarial_losses, is_loss_like, rl_losses
 
 __all__ = ["DETECTOR", "NAME", "SpikesDetector", "SpikesParams", "startup_points"]
 
@@ -205,10 +205,15 @@ class SpikesDetector(
        rise (from which LR at which step to which at which step); when the LR went back
        to no more than 1.1x an LR logged before the rise (a warm restart, a cycle), the
        finding is info: the loss answering the schedule, not a blow-up. A rise above every
-       earlier LR (a schedule bug that multiplies it) stays a warning that says so. It
-       replaces the episodes of steps 2-5 inside its tail. A step-2 spike that is the last
-       logged point alone and fails this rule (its jump is within twice the curve's
-       largest earlier rise) is info: "as likely one hard batch".
+       earlier LR (a schedule bug that multiplies it) stays a warning that says so. A
+       GAN's player losses (`names.adversarial_losses`) are not judged by this step: each
+       follows the other player's skill, so a last epoch 1.5x up on a short per-epoch log
+       is the game as often as a blow-up, and the lower bar of `end_z` would call it one
+       (5 of 200 per-epoch random walks of log sd 0.15 did; steps 2-5 still warn on 3 of
+       them, "did not recover" at epoch 8 against 8 points, lowered a level for the rough
+       baseline). It replaces the episodes of steps 2-5 inside its tail. A step-2 spike
+       that is the last logged point alone and fails this rule (its jump is within twice
+       the curve's largest earlier rise) is info: "as likely one hard batch".
 
     Cost: exact statistics for a point need its own window; on series of more than 2,000
     points `stats.trailing_block_baseline` (O(n)) screens candidates first, and only those
@@ -325,7 +330,8 @@ class SpikesDetector(
     design: a final jump under `min_ratio`, one no more than twice (log units) the
     curve's largest earlier rise, and a raised tail of `recovery_points` or more points,
     which step 4 judges (did not recover: an error); a real blow-up at a warm restart to an
-    LR the run trained at before (info).
+    LR the run trained at before (info), and a GAN player's blow-up at its last logged
+    points (steps 2-5 still judge it at z 8, divergence its non-finite values).
     Start-up transient: a run logged so sparsely that its loss falls tenfold between two
     of its first logs, or halves at every log for its first few, and then memorises has
     its reference taken after that fall, so its memorised jumps that last a few logs can
@@ -434,8 +440,9 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
     )
     early = neighbour_spikes(name, run, curve, unjudged, params) if unjudged else []
     lr = run.metrics.get(LR)
-    # The last logged points, which nothing after them can show coming back (`end`).
-    log_end = end_episode(curve, params, lr)
+    # The last logged points, which nothing after them can show coming back (`end`); a GAN
+    # player's loss follows the other player, so its last points prove nothing alone.
+    log_end = end_episode(curve, params, lr, moving_target=name in adversarial_losses(run.metrics))
     if unjudged == n:
         return early + ([spike_finding(name, run, curve, log_end, params, 1)] if log_end else [])
     z, median, sigma = spike_scores(curve, params)

@@ -12,7 +12,10 @@ points with the evidence that exists before them: they are far above the level b
 (`scoring.large_enough`). It never makes an error: the evidence is the last points alone.
 When the logged LR rose just before the tail (`scoring.lr_rise_before`, the test the run
 rule drops bursts with), the episode carries that rise, and the message says the loss is
-answering the schedule rather than blowing up.
+answering the schedule rather than blowing up. A GAN's player losses
+(`names.adversarial_losses`) are not judged here: each moves with the other player's skill,
+so a last epoch 1.5x up is the game as often as a blow-up, and this rule's lower bar
+(`end_z` sigmas on a short log) would call it one.
 """
 
 from __future__ import annotations
@@ -36,14 +39,18 @@ from trainspotter.detectors.spikes.scoring import (
 from trainspotter.model import FloatArray, Series
 
 
-def end_episode(curve: Curve, params: SpikesParams, lr: Series | None = None) -> Episode | None:
+def end_episode(
+    curve: Curve, params: SpikesParams, lr: Series | None = None, moving_target: bool = False
+) -> Episode | None:
     """The longest tail of the log's last points (1 to `recovery_points` - 1 of them, with
     at least `min_baseline` points before) that passes `_tail_jump`, as an episode the log
     ends on, with the rise of the learning rate `lr` just before it when there was one
     (`scoring.lr_rise_before`); None when the last point itself does not pass, when the
     metric ends non-finite (then its last finite point is not the last logged one: it never
-    came back, which the trailing-window rule reports as an error)."""
-    if curve.ends_nonfinite:
+    came back, which the trailing-window rule reports as an error), or when it is a
+    `moving_target` (a GAN player's loss, `names.adversarial_losses`: its level follows the
+    other player, so the last points carry no evidence of a blow-up on their own)."""
+    if curve.ends_nonfinite or moving_target:
         return None
     found = None
     for width in range(1, params.recovery_points):
