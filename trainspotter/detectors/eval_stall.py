@@ -28,43 +28,33 @@ improve materially on its first evaluation when all three hold:
    first either (a noisy curve that did improve has a lower median even when single
    evaluations sit inside the noise bound).
 Chance level is named only for a loss whose name says cross-entropy (`cross_entropy`,
-`xent`, `nll`, `bce`, `log_loss`) or that sits next to an accuracy-type metric (then the
-message says "if it is a cross-entropy"): the median of its evaluations within
-max(2 sigma, 1% of ln C) of ln C for exactly one class count C (ln 2 = 0.693 for a binary
-classifier, ln 10 = 2.303 for ten classes), the loss of a uniform guess over C classes.
-An error rate (`eval_noise.error_rate_bound`: values within 0-1, or 0-100 for a
-percentage) at or above `MOST_WRONG` (half) of its scale at every evaluation is "most
-wrong": its level says, as a chance level does, that the model did not learn, so both
-are reported whatever the train loss shows (a model that learned in its first epoch, the
-false-positive mode below, does not sit there). The messages quote the raw first, best
-and last evaluations with their steps, and the median of the later half; they say "never
-improved" only when no later evaluation was better than the first, else "did not improve
-materially" with the best's gain and the test that held it back (under 5%, or within the
-noise bound, whose sigma is then quoted: a curve without jitter has a bound of 0).
+`xent`, `nll`, `bce`, `log_loss`) or that sits next to an accuracy-type metric ("if it is a
+cross-entropy"): the median of its evaluations within max(2 sigma, 1% of ln C) of ln C for
+exactly one class count C (ln 2 = 0.693, ln 10 = 2.303), a uniform guess over C classes.
+An error rate (`eval_noise.error_rate_bound`: 0-1, or 0-100 for a percentage) at or above
+`MOST_WRONG` (half) of its scale at every evaluation is "most wrong": like a chance level
+it says the model did not learn, so both are reported whatever the train loss shows. The
+messages quote the raw first, best and last evaluations with their steps and the later
+half's median; "never improved" only when no later evaluation beat the first, else "did
+not improve materially" with the best's gain and the test that held it back (under 5%, or
+within the noise bound, whose sigma is quoted: a curve without jitter has a bound of 0).
 
 False-positive modes: an eval metric whose first evaluation comes after most of the
 learning (an epoch aggregate: Keras and Lightning evaluate at the end of the first epoch)
-never improves on it once the model has converged within one epoch; the plateau side
-therefore reports a non-chance level only when the train loss, logged from before or at
-the first evaluation, did not fall either (a model that learned in its first epoch has a
-first-epoch mean train loss well above the next epoch's), and never when the later
-half's median is 5% worse than the first evaluation (that eval degraded: a rise is the
-overfitting detector's, an echo of a train-loss climb divergence's). A fine-tune that
-starts near its optimum and improves by under 5%, not at every evaluation and with no
-significant trend, is not learning by this rule, and the message gives the numbers.
-Short runs: below 5 evaluations nothing is judged; from 5 to 7 only the level tests (2,
-3) and the every-evaluation fall of 1 apply, no trend test. A metric already perfect at
-its first evaluation (an accuracy of 100%, a loss of 0) is not judged: it had nothing to
-improve on (a metric that is 100% because it counts something trivial is then not
-questioned here). A log
-that starts late (its train loss's first step past `LATE_START`, 10%, of its last: a
-resumed run) holds none of the learning, so flat train and eval losses there are not
-called "not learning" unless at chance level; a run that really never learned and was
-resumed anyway is then missed. An error rate is "most wrong" by its values alone: a hard
-task whose model converged in its first epoch to a WER of 50% or more and stayed there
-is reported as not learning after its first evaluation (the numbers are in the message);
-a fraction WER above 1 (a model inserting words) reads as a percentage, so that run is
-not "most wrong" and is judged as any other metric.
+never improves on it once the model converged within one epoch; so plateau reports a
+non-chance level only when the train loss, logged from before or at the first
+evaluation, did not fall either, and never when the later half's median is 5% worse than
+the first evaluation (that is overfitting's, or divergence's echo). A fine-tune starting
+near its optimum that improves by under 5%, not at every evaluation and with no
+significant trend, is "not learning" here, with the numbers in the message. Below 5
+evaluations nothing is judged; from 5 to 7 only the level tests (2, 3) and the
+every-evaluation fall of 1 apply. A metric already perfect at its first evaluation is not
+judged (nothing to improve; a trivially perfect metric is not questioned). A log starting
+late (its train loss's first step past `LATE_START`, 10%, of its last: a resumed run) is
+called "not learning" only at chance level; a resumed run that never learned is then
+missed. "Most wrong" is read off the values alone: a hard task converged in its first
+epoch to a WER of 50% or more is reported (the numbers say so); a fraction WER above 1 (a
+model inserting words) reads as a percentage, so it is not "most wrong".
 """
 
 from __future__ import annotations
@@ -119,7 +109,6 @@ MONOTONE_TAU = 0.6
 """|tau| >= 0.6 is a trend even when the autocorrelation-corrected p is not small."""
 
 MAX_CLASSES = 1000
-
 _CROSS_ENTROPY = re.compile(r"cross_?entropy|xent|nll|bce|log_?loss|(^|[_/])ce($|[_/])")
 
 

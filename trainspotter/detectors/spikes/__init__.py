@@ -18,7 +18,7 @@ import numpy as np
 
 from trainspotter.detectors import loss_scale, stats
 from trainspotter.detectors.base import Abstain, Detector, Reads, Scope, scope_or_abstain
-from trainspotter.detectors.spikes.end import end_episode, settle_end
+from trainspotter.detectors.spikes.end import end_episode, settle_end, train_blow_up
 from trainspotter.detectors.spikes.message import spike_finding
 from trainspotter.detectors.spikes.neighbours import neighbour_spikes, unjudged_points
 from trainspotter.detectors.spikes.params import NAME, SpikesParams
@@ -35,7 +35,7 @@ from trainspotter.detectors.spikes.scoring import (
     worth_showing,
 )
 from trainspotter.model import Finding, Run, Series
-from trainspotter.names import LR, adversarial_losses, is_loss_like, rl_losses
+from trainspotter.names import LR, TRAIN_LOSS, adversarial_losses, is_eval, is_loss_like, rl_losses
 
 __all__ = ["DETECTOR", "NAME", "SpikesDetector", "SpikesParams", "startup_points"]
 
@@ -443,6 +443,9 @@ def _detect_metric(name: str, series: Series, run: Run, params: SpikesParams) ->
     # The last logged points, which nothing after them can show coming back (`end`); a GAN
     # player's loss follows the other player, so its last points prove nothing alone.
     log_end = end_episode(curve, params, lr, moving_target=name in adversarial_losses(run.metrics))
+    if log_end is not None and is_eval(name) and TRAIN_LOSS in run.metrics:
+        echo = train_blow_up((TRAIN_LOSS, run.metrics[TRAIN_LOSS]), int(curve.steps[log_end.start]))
+        log_end = dataclasses.replace(log_end, train_blow_up=echo)
     if unjudged == n:
         return early + ([spike_finding(name, run, curve, log_end, params, 1)] if log_end else [])
     z, median, sigma = spike_scores(curve, params)

@@ -15,7 +15,10 @@ rule drops bursts with), the episode carries that rise, and the message says the
 answering the schedule rather than blowing up. A GAN's player losses
 (`names.adversarial_losses`) are not judged here: each moves with the other player's skill,
 so a last epoch 1.5x up is the game as often as a blow-up, and this rule's lower bar
-(`end_z` sigmas on a short log) would call it one.
+(`end_z` sigmas on a short log) would call it one. An eval loss's tail while the train loss
+blows up over the same steps (`train_blow_up`: non-finite, or 10x its level) is that
+divergence seen on the eval set: it is kept as info naming the train loss's step, since
+divergence reports the incident (overfitting's rule for an eval rise that is an echo).
 """
 
 from __future__ import annotations
@@ -37,6 +40,32 @@ from trainspotter.detectors.spikes.scoring import (
     noise_floor,
 )
 from trainspotter.model import FloatArray, Series
+
+BLOW_UP_RATIO = 10.0
+"""A train loss at 10x its level (or non-finite) has diverged: overfitting's rule for an
+eval rise that is the train loss's echo."""
+
+
+def train_blow_up(train: tuple[str, Series] | None, from_step: int) -> tuple[str, int] | None:
+    """The train loss (name, series) turning non-finite, or reaching `BLOW_UP_RATIO` times
+    the median of its last `RECENT_POINTS` finite points up to `from_step`, at or after
+    `from_step`: (its name, the first such step); None when it did not, or is not logged."""
+    if train is None:
+        return None
+    name, series = train
+    after = series.steps >= from_step
+    if not after.any():
+        return None
+    steps, values = series.steps[after], series.values[after]
+    before = series.values[~after]
+    before = before[np.isfinite(before)][-RECENT_POINTS:]
+    bad = ~np.isfinite(values)
+    if before.size and float(np.median(before)) > 0:
+        with np.errstate(invalid="ignore"):
+            bad |= values >= BLOW_UP_RATIO * float(np.median(before))
+    if not bad.any():
+        return None
+    return name, int(steps[int(np.argmax(bad))])
 
 
 def end_episode(

@@ -235,6 +235,8 @@ def _end_severity(curve: Curve, ep: Episode, params: SpikesParams) -> Severity:
         return Severity.INFO
     if ep.lr_rise is not None and ep.lr_rise.back_to_earlier_peak:
         return Severity.INFO
+    if ep.train_blow_up is not None:
+        return Severity.INFO  # the divergence's echo: divergence reports the incident
     return Severity.WARNING
 
 
@@ -321,6 +323,14 @@ def end_of_log_text(
             f"The curve sat below {fmt(100 * params.near_zero_fraction)}% of its earlier level "
             "(memorised), where one hard example gives such a jump, and it stays below that "
             "level."
+        )
+        return text, evidence
+    if ep.train_blow_up is not None:
+        train, at = ep.train_blow_up
+        evidence["train_blow_up_step"] = at
+        text += (
+            f"{train} blew up over the same steps (non-finite or 10x its level from step "
+            f"{at}): this is that divergence seen on the eval set, and divergence reports it."
         )
         return text, evidence
     subject = "evaluation" if is_eval(name) else "stretch of data"

@@ -67,6 +67,10 @@ class Episode:
     lr_rise: LrRise | None = None
     """For an episode the log ends on: the rise of the logged LR just before it
     (`lr_rise_before`), None when the LR did not rise or was not logged."""
+    train_blow_up: tuple[str, int] | None = None
+    """For an eval loss the log ends on: the train loss and the step where it turned
+    non-finite or reached 10x its level at the tail's start (`end.train_blow_up`): the
+    eval tail is that divergence seen on the eval set, which divergence reports."""
     within_history: bool = False
     """A single last logged point that the end-of-log rule does not pass: the curve rose
     half as far (in `values` units) or more before and came back, so this one is as likely
