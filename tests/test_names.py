@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from trainspotter.analysis import analyze
 from trainspotter.names import (
     EVAL_LOSS,
     NOT_MAPPED,
@@ -21,6 +23,7 @@ from trainspotter.names import (
     rl_losses,
     train_counterpart,
 )
+from trainspotter.readers import read_log
 
 SPELLINGS = {
     "train/loss": [
@@ -319,12 +322,54 @@ def test_an_eval_metrics_train_counterpart_has_its_name_after_the_prefix(
         ("val/err", True),
         ("eval/error_rate", True),
         ("valErrorRate", True),
+        ("top5_err", True),
+        ("err", True),
+        ("val_err", True),
+        ("test_top1_err", True),
         # A "wer" or "cer" inside another word, an unbounded error, a count of errors.
         ("eval/answer_accuracy", False),
         ("eval/lower_bound", False),
         ("val_mean_squared_error", False),
         ("eval/errors", False),
+        # An `err` beside a regression or reconstruction word: unbounded, no 0-1 scale
+        # (a PDE surrogate's relative L2 error sits near 0.6 without being "mostly wrong").
+        ("abs_err", False),
+        ("rel_err", False),
+        ("val_rel_err", False),
+        ("val_abs_err", False),
+        ("relative_l2_err", False),
+        ("reconstruction_err", False),
+        ("mean_err", False),
+        ("err_std", False),
+        ("val_mse_err", False),
+        ("l1_err", False),
+        ("rmse_err", False),
     ],
 )
 def test_error_rates_are_recognised_by_whole_words(name: str, rate: bool) -> None:
     assert is_error_rate(name) is rate
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[float]]) -> Path:
+    lines = [",".join(header)] + [",".join(f"{v:.6g}" for v in row) for row in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_relative_error_is_not_read_on_a_0_1_scale(tmp_path: Path) -> None:
+    """A PDE surrogate's relative L2 error, flat near 0.62 while the train loss falls: it
+    never improved (true), but it has no 0-1 scale, so "most of the output was wrong" is a
+    claim the data do not make."""
+    rng = np.random.default_rng(7)
+    epochs = np.arange(12)
+    loss = 0.30 - 0.004 * epochs + rng.normal(0, 0.001, epochs.size)
+    val_loss = 0.31 + rng.normal(0, 0.003, epochs.size)
+    rel_err = 0.62 + rng.normal(0, 0.01, epochs.size)
+    log = _write_csv(
+        tmp_path / "relerr.csv",
+        ["epoch", "loss", "val_loss", "val_rel_err"],
+        [list(row) for row in zip(epochs, loss, val_loss, rel_err, strict=True)],
+    )
+    found = analyze(read_log(log)).findings
+    wrong = [f for f in found if f.evidence.get("most_wrong") == "yes" or "0-1" in f.message]
+    assert not wrong, wrong

@@ -351,18 +351,27 @@ def is_rate(name: str) -> bool:
     return any(a == "io" and b == "u" for a, b in pairwise(words))
 
 
-_ERROR_RATE_WORDS = frozenset({"wer", "cer", "err", "errorrate"})
+_ERROR_RATE_WORDS = frozenset({"wer", "cer", "errorrate"})
+# Words that make an `err` a regression or reconstruction error, unbounded (`rel_err`).
+_UNBOUNDED_ERROR_WORDS = frozenset(
+    {"abs", "absolute", "rel", "relative", "mean", "squared", "sq", "reconstruction"}
+    | {"recon", "rec", "l1", "l2", "std", "mse", "mae", "rmse", "rms", "max"}
+)
 
 
 def is_error_rate(name: str) -> bool:
     """An error rate: lower is better, 0 is perfect, bounded (a fraction 0-1, or a
     percentage 0-100; a WER or CER can pass its bound when a model inserts words). Judged
     by whole name words (`name_words`): `wer`, `cer` (word and character error rates),
-    `err` (`top1_err`), or `error` followed by `rate` (`error_rate`, `ErrorRate`), so
-    `eval/answer_accuracy` (a "wer" inside "answer") is not one and `val_mean_squared_error`
-    (an error, unbounded) is not a rate."""
+    `error` followed by `rate` (`error_rate`, `ErrorRate`), or `err` as a top-k or
+    classification error (`top1_err`, `val_err`, a bare `err`). Not one: a "wer" inside
+    a word (`eval/answer_accuracy`), an unbounded error (`val_mean_squared_error`), an
+    `err` beside a word of a regression or reconstruction error (`abs`, `rel`, `mean`,
+    `reconstruction`, `l2`, `std`, `mse`...: `rel_err`, `err_std`, no 0-1 scale)."""
     words = name_words(name)
     if _ERROR_RATE_WORDS.intersection(words):
+        return True
+    if "err" in words and not _UNBOUNDED_ERROR_WORDS.intersection(words):
         return True
     return any(a == "error" and b == "rate" for a, b in pairwise(words))
 
