@@ -90,6 +90,22 @@ def test_loss_like_excludes_loss_scale() -> None:
         "loss_count",
         "loss_batch_size",
         "numel_loss",
+        # A quantity about a loss, its head a modifier: a weight annealed upward on
+        # purpose (`ce_weight` annealed 0.05 -> 1), a gradient statistic, an accuracy.
+        "ce_weight",
+        "nll_weight",
+        "train/bce_weight",
+        "loss_weights",
+        "kl_loss_coef",
+        "lambda_ce_weight",
+        "grad_norm_ce",
+        "ce_grad_norm",
+        "train/mlm_ce_acc",
+        "loss_temperature",
+        "loss_ratio",
+        # fp16's loss scale and the loss times it.
+        "loss_scale",
+        "scaled_loss",
         # Not a loss at all.
         "policy_entropy",
         "entropy",
@@ -128,6 +144,21 @@ def test_counts_and_non_losses_are_not_loss_like(name: str) -> None:
         "trainloss",
         "loss_G_L1",
         "train_loss_step",
+        # A number-of word is no count by itself: the N-pair loss, a negative binomial
+        # NLL, a tabular generative model's numeric and categorical column losses.
+        "n_pair_loss",
+        "nb_loss",
+        "num_loss",
+        "loss_num",
+        "loss_cat",
+        "train/num_nll",
+        # A modifier before the loss word: SAC's temperature loss, the entropy
+        # coefficient's loss, Beta-NLL, GradNorm's loss, a weighted cross-entropy.
+        "alpha_loss",
+        "train/ent_coef_loss",
+        "beta_nll",
+        "grad_norm_loss",
+        "weight_cross_entropy",
     ],
 )
 def test_losses_by_name_are_loss_like(name: str) -> None:
@@ -354,6 +385,22 @@ def _write_csv(path: Path, header: list[str], rows: list[list[float]]) -> Path:
     lines = [",".join(header)] + [",".join(f"{v:.6g}" for v in row) for row in rows]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def test_an_annealed_loss_weight_is_not_judged_as_a_loss(tmp_path: Path) -> None:
+    """A cross-entropy weight annealed from 0.05 to 1 beside a falling loss: rising is its
+    schedule, not a loss drifting upward, and no fix may tell to "raise the weight"."""
+    rng = np.random.default_rng(13)
+    steps = np.arange(0, 3000, 10)
+    loss = 3.0 * np.exp(-steps / 800) + 0.4 + rng.normal(0, 0.03, steps.size)
+    weight = np.minimum(1.0, 0.05 + 0.05 * steps / 10 / 10)
+    log = _write_csv(
+        tmp_path / "cew.csv",
+        ["step", "train/loss", "kl_weight", "ce_weight"],
+        [[s, lo, w, w] for s, lo, w in zip(steps, loss, weight, strict=True)],
+    )
+    found = analyze(read_log(log)).findings
+    assert not [f for f in found if "ce_weight" in f.metric + f.message], found
 
 
 def test_a_relative_error_is_not_read_on_a_0_1_scale(tmp_path: Path) -> None:

@@ -4,10 +4,10 @@ Detectors look metrics up by canonical name only (`train/loss`, `eval/loss`, `lr
 `grad_norm`, `step_time`, `throughput`, `epoch`), so a reader never has to know a detector.
 Names that match no rule pass through unchanged (`eval/bleu` stays `eval/bleu`), so custom
 metrics still reach the detectors that look at every loss-like or eval metric
-(`is_loss_like`: a name that says loss, nll or cross-entropy, and is not a count of what
-the loss covers, `num_loss_tokens`). Several columns may map to one canonical name (one LR
-per optimizer parameter group: `lr/pg0`, `lr/pg1`); the readers then read the first as
-it and keep the others under their own names.
+(`is_loss_like`: a name that says loss, nll or cross-entropy, and is no count of what the
+loss covers, `num_loss_tokens`, nor its weight, `ce_weight`). Several columns may map to
+one canonical name (one LR per optimizer parameter group: `lr/pg0`, `lr/pg1`); the
+readers then read the first as it and keep the others under their own names.
 
 This module does not read files; readers call `normalize` on each column or tag name.
 """
@@ -194,16 +194,19 @@ def is_param_group_lr(name: str) -> bool:
 # Whole words that name a loss besides "loss" itself: a negative log-likelihood and the
 # cross-entropies (Keras's `categorical_crossentropy`, `bce`, `ce`, `xent`).
 _LOSS_WORDS = frozenset({"nll", "xent", "crossentropy", "bce", "ce"})
-# Words that only ever mean "the number of": a name holding one counts something.
-_NUMBER_OF = frozenset({"num", "n", "nb", "number", "numel", "cnt"})
-# Nouns that make the name a count or a size when one of them, not the loss word, is the
-# name's head (its last noun: `num_loss_tokens`, `loss_tokens` count tokens, while
-# `token_loss` is a loss): plural units and size words.
+# Heads (`is_loss_like`) that make a name a count or size: plural units and size words.
 _COUNT_NOUNS = frozenset(
-    {"count", "counts", "size", "len", "length", "tokens", "toks", "samples", "examples"}
-    | {"items", "elements", "elems", "sequences", "seqs", "words", "chars", "characters"}
-    | {"pixels", "frames", "images", "sentences", "batches"}
+    {"count", "counts", "cnt", "size", "len", "length", "tokens", "toks", "samples"}
+    | {"examples", "items", "elements", "elems", "sequences", "seqs", "words", "chars"}
+    | {"characters", "pixels", "frames", "images", "sentences", "batches"}
 )
+# Heads that make a name a quantity about a loss: a weight, a gradient, an accuracy.
+_LOSS_MODIFIERS = frozenset(
+    {"weight", "weights", "coef", "coeff", "coefficient", "lambda", "alpha", "beta"}
+    | {"norm", "grad", "acc", "accuracy", "temperature", "temp", "ratio"}
+)
+_NOT_LOSS_HEADS = _COUNT_NOUNS | _LOSS_MODIFIERS
+_GRADIENT_WORDS = frozenset({"grad", "grads", "gradient", "gradients", "gnorm"})
 
 
 def is_loss_like(name: str) -> bool:
@@ -211,38 +214,43 @@ def is_loss_like(name: str) -> bool:
 
     A name says loss when it contains `loss`, or holds `nll` (a negative log-likelihood),
     `cross_entropy`/`crossentropy`, `xent`, `bce` or `ce` as a whole word (`name_words`):
-    `train_mean_nll`, `test/nll`, `val_categorical_crossentropy`. Not a loss:
-    - `loss_scale` (fp16 loss scalers, DeepSpeed): a multiplier;
-    - a count or size of what the loss covers, judged by whole words before any `per`
-      (after it comes what the loss is divided by: `loss_per_token`, `nll_per_n_tokens`
-      are losses): a name with a number-of word (`num`, `n`, `nb`, `number`, `numel`,
-      `cnt`: `num_loss_tokens`, `n_loss_samples`), or whose last noun is a count or size
-      noun rather than the loss word (`loss_tokens`, `loss_count`, `loss_batch_size`;
-      but `token_loss`, `tokens_loss`, `count_loss`, `seq_len_loss` are losses of those
-      things). A count varies with the batch and is never optimised: judged as a loss
-      it is "not learning".
+    `train_mean_nll`, `test/nll`, `val_categorical_crossentropy`, and its head (its last
+    word among loss words, count nouns and modifiers, before any `per`: `loss_per_token`
+    is a loss) is a loss word. Not a loss: a name holding "scale" (fp16's `loss_scale`, a
+    multiplier, and `scaled_loss`); a quantity about a loss, its head a modifier
+    (`weight`, `coef`, `lambda`, `alpha`, `beta`, `norm`, `grad`, `acc`, `temperature`,
+    `ratio`...: `ce_weight`, annealed upward on purpose, `mlm_ce_acc`); a gradient
+    statistic of a term (a gradient word and no head holding `loss`: `grad_norm_ce`, but
+    GradNorm's `grad_norm_loss` is a loss); a count or size of what the loss covers, its
+    head a count or size noun (`num_loss_tokens`, `n_loss_samples`, `loss_batch_size`) or
+    holding `numel` (torch's element count). A count varies with the batch and is never
+    optimised: judged as a loss it is "not learning". Losses: `alpha_loss` (SAC),
+    `ent_coef_loss`, `beta_nll`, `token_loss`, `count_loss`, and a number-of word is no
+    count by itself: `n_pair_loss`, `nb_loss` (negative binomial), `num_loss`/`loss_num`
+    (a tabular model's numeric columns).
     Perplexity (`ppl`, `perplexity`) is not loss-like: it is exp(loss), with a floor at 1
     and every change of the loss magnified exponentially; detectors that judge eval
     quality metrics still see it as lower-is-better (`eval_noise.higher_is_better`).
     """
     if name in (TRAIN_LOSS, EVAL_LOSS):
         return True
-    lowered = name.lower()
-    if "scale" in lowered:
-        return False
+    if "scale" in name.lower():
+        return False  # fp16's `loss_scale`, `scaled_loss` (loss times the loss scale)
     words = name_words(name)
     if "per" in words:
         words = words[: words.index("per")]
-    if not ("loss" in lowered or _LOSS_WORDS.intersection(words) or _says_cross_entropy(words)):
+    loss_words = [i for i, word in enumerate(words) if "loss" in word or word in _LOSS_WORDS]
+    loss_words += [i for i, pair in enumerate(pairwise(words), 1) if pair == ("cross", "entropy")]
+    if "numel" in words or not ("loss" in name.lower() or loss_words):
         return False
-    if _NUMBER_OF.intersection(words):
-        return False
-    heads = [w for w in words if w in _COUNT_NOUNS or "loss" in w or w in _LOSS_WORDS]
-    return not heads or heads[-1] not in _COUNT_NOUNS
-
-
-def _says_cross_entropy(words: list[str]) -> bool:
-    return any(a == "cross" and b == "entropy" for a, b in pairwise(words))
+    heads = [i for i, word in enumerate(words) if word in _NOT_LOSS_HEADS]
+    head = max(heads + loss_words, default=None)
+    if head is None:
+        return True  # "loss" only after a "per", or split at a case change (`losS`)
+    head_word = words[head]
+    return head_word not in _NOT_LOSS_HEADS and (
+        "loss" in head_word or not _GRADIENT_WORDS.intersection(words)
+    )
 
 
 def is_eval(name: str) -> bool:
