@@ -315,6 +315,22 @@ def test_a_gans_player_losses_are_recognised(logged: list[str], players: set[str
         (["loss", "rewards/chosen", "rewards/margins"], set()),
         (["train/entropy_loss"], set()),
         (["rollout/ep_rew_mean", "train/loss", "eval/loss"], {"train/loss"}),
+        # A world model's KL term still ought to fall (Dreamer); a policy's KL need not.
+        (
+            ["episode/return", "actor_loss", "critic_loss", "kl_loss", "model_loss"],
+            {"actor_loss", "critic_loss"},
+        ),
+        (
+            ["rollout/ep_rew_mean", "kl_loss", "policy_kl_loss", "kl_pi_loss", "ref_kl_loss"],
+            {"policy_kl_loss", "kl_pi_loss", "ref_kl_loss"},
+        ),
+        # SB3's rollout/ namespace marks RL even without a reward (no Monitor wrapper).
+        (["rollout/ep_len_mean", "train/loss"], {"train/loss"}),
+        # An episode length alone is no environment: a sequence model trained on recorded
+        # episodes; a `rollout` word outside a namespace is a learned simulator's rollout.
+        (["episode_len", "train/loss", "value_loss"], set()),
+        (["ep_length", "train/loss", "kl_loss"], set()),
+        (["train/loss", "val/rollout_mse", "rollout_loss"], set()),
     ],
 )
 def test_an_rl_updates_losses_are_recognised(logged: list[str], moving: set[str]) -> None:

@@ -414,12 +414,14 @@ def adversarial_losses(metrics: Iterable[str]) -> frozenset[str]:
 # name them).
 _RL_ROLLOUT = frozenset({"rollout", "rollouts"})
 _RL_EPISODE = frozenset({"ep", "episode", "episodes", "episodic"})
-_RL_OUTCOME = frozenset({"rew", "reward", "rewards", "ret", "return", "returns", "len", "length"})
+_RL_OUTCOME = frozenset({"rew", "reward", "rewards", "ret", "return", "returns"})
 _RL_REWARD = frozenset({"rew", "reward", "rewards", "return", "returns"})
 _RL_POLICY = frozenset({"policy", "pg", "actor", "pi", "surrogate"})
 _RL_VALUE = frozenset({"value", "vf", "critic", "q", "qf", "v", "td"})
 _RL_ENTROPY = frozenset({"entropy", "ent"})
-_RL_TERM = _RL_POLICY | _RL_VALUE | _RL_ENTROPY | {"kl", "approxkl"}
+_RL_TERM = _RL_POLICY | _RL_VALUE | _RL_ENTROPY | {"approxkl"}
+# A KL is the policy's when a word says so (`approx_kl`, `ref_kl`; `kl_pi` names the policy).
+_RL_KL_OF_POLICY = frozenset({"approx", "ref", "reference", "old"})
 _TOTAL_WORDS = frozenset({"train", "training", "loss", "total", "mean", "avg"})
 
 
@@ -428,37 +430,46 @@ def rl_losses(metrics: Iterable[str]) -> frozenset[str]:
     data are the agent's own rollouts, so the targets move as it learns. An entropy loss
     (minus the policy's entropy, as SB3 logs it) rises towards 0 as the policy sharpens; a
     value or Q loss grows as the returns it must predict grow, and jumps when a rollout
-    brings returns it has not seen; a policy-gradient surrogate is measured on fresh data at each
-    update and sits near 0; a KL penalty grows as the policy moves away from its reference.
+    brings returns it has not seen; a policy-gradient surrogate, measured on fresh data at
+    each update, sits near 0; a policy's KL penalty grows as it moves from its reference.
 
-    A run is reinforcement learning when it logs an episode outcome of an environment
-    (`rollout/...`, or a name with an episode word, `ep`/`episode`/`episodic`, and a reward,
-    return or length word: `rollout/ep_rew_mean`, `episode_reward_mean`,
-    `charts/episodic_return`, `AverageEpRet`), or a reward or return together with a
-    policy, value or entropy loss (TRL's PPO: `objective/rlhf_reward` beside
-    `loss/policy_avg`); a `rewards/chosen` of preference tuning (DPO) alone is not one. Its
-    RL losses are then the non-eval losses that name a policy term (`policy`, `pg`,
-    `actor`, `pi`, `surrogate`), a value term (`value`, `vf`, `critic`, `q`, `qf`, `v`,
-    `td`), an entropy term (`entropy`, `ent`) or a KL term, and the run's total loss
-    (`train/loss` and its spellings, `total_loss`): SB3's `loss` is the policy, value and
-    entropy terms summed, DQN's the TD error. Other losses of an RL run (a world model's
-    reconstruction, a reward predictor's `reward_loss`, behaviour cloning) still ought to
-    fall and are not included. Metrics that are not losses (`approx_kl`, `clip_fraction`,
-    `explained_variance`, `entropy`) are never judged for a rise, so they need no place here.
+    A run is reinforcement learning when it logs an episode outcome (a metric in SB3's
+    `rollout/` namespace, or an episode or rollout word and a reward or return word:
+    `episode_reward_mean`, `charts/episodic_return`, `AverageEpRet`), or a reward or
+    return beside a policy, value or entropy loss (TRL's PPO: `objective/rlhf_reward`,
+    `loss/policy_avg`). Not marks: an episode length alone (`episode_len`, a sequence
+    model trained on recorded episodes), a `rollout` outside a namespace
+    (`val/rollout_mse`, a learned simulator's), DPO's `rewards/chosen`. Its RL losses are
+    the non-eval losses that name a policy term (`policy`, `pg`, `actor`, `pi`,
+    `surrogate`), a value term (`value`, `vf`, `critic`, `q`, `qf`, `v`, `td`), an
+    entropy term (`entropy`, `ent`) or the policy's KL (`kl` beside `approx`, `ref`,
+    `reference`, `old` or a policy word: `kl_pi_loss`), and the total loss (`train/loss`,
+    `total_loss`: SB3's sums the terms, DQN's is the TD error). Other losses (a world
+    model's reconstruction and its plain `kl_loss`, a reward predictor's `reward_loss`,
+    behaviour cloning) still ought to fall. Non-losses (`approx_kl`, `clip_fraction`,
+    `explained_variance`) are never judged for a rise and need no place here.
     """
     names = list(metrics)
     words = {name: _stems(name) for name in names}
     losses = [n for n in names if is_loss_like(n) and not is_eval(n)]
     policy_terms = [n for n in losses if words[n] & (_RL_POLICY | _RL_VALUE | _RL_ENTROPY)]
-    acts = any(w & _RL_ROLLOUT or (w & _RL_EPISODE and w & _RL_OUTCOME) for w in words.values())
+    episodic = _RL_EPISODE | _RL_ROLLOUT
+    acts = any(
+        _in_rollout_namespace(n) or (w & episodic and w & _RL_OUTCOME) for n, w in words.items()
+    )
     rewarded = bool(policy_terms) and any(
         words[n] & _RL_REWARD for n in names if n not in policy_terms
     )
     if not (acts or rewarded):
         return frozenset()
-    return frozenset(
-        n for n in losses if words[n] & _RL_TERM or n == TRAIN_LOSS or words[n] <= _TOTAL_WORDS
-    )
+    policy_kl = {n for n in losses if "kl" in words[n] and words[n] & _RL_KL_OF_POLICY}
+    totals = {n for n in losses if n == TRAIN_LOSS or words[n] <= _TOTAL_WORDS}
+    return frozenset(n for n in losses if words[n] & _RL_TERM) | policy_kl | totals
+
+
+def _in_rollout_namespace(name: str) -> bool:
+    """A metric under a `rollout/` namespace (SB3's `rollout/ep_len_mean`)."""
+    return any(part in _RL_ROLLOUT for part in name.lower().split("/")[:-1])
 
 
 def _stems(name: str) -> set[str]:
