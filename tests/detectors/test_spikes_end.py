@@ -240,3 +240,19 @@ def test_the_end_rule_floors_its_noise_as_the_trailing_window_rule_does() -> Non
         ep = end_episode(curve, PARAMS)
         assert ep is not None and ep.start == steps.size - 1
         assert ep.sigma == pytest.approx(float(sigma[-1]), rel=1e-12)
+
+
+@pytest.mark.parametrize("train_end", [float("inf"), 40.0])
+def test_an_eval_tail_while_the_train_loss_blows_up_is_its_echo(train_end: float) -> None:
+    """The same last-evaluation jump, but the train loss turned non-finite (or reached 10x
+    its level) from step 10: divergence reports that incident, so the eval tail is info
+    naming the step; with a train loss that did not blow up it stays a warning (above)."""
+    steps, values = _short_eval(last=0.3)
+    train = 0.02 + 0.8 * np.exp(-(steps - 1) / 1.5)
+    train[-1] = train_end
+    run = make_run({EVAL_LOSS: (steps, values), TRAIN_LOSS: (steps, train)})
+    (f,) = [f for f in _detect(run) if f.metric == EVAL_LOSS]
+    assert f.severity is Severity.INFO
+    assert f.evidence["train_blow_up_step"] == 10
+    assert f"{TRAIN_LOSS} blew up over the same steps" in f.message
+    assert "divergence reports it" in f.message
