@@ -11,34 +11,17 @@ through trainspotter) and the ground truth the training script measured (expecte
 
 from __future__ import annotations
 
-import csv
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
+from test_example_train_side import EXPECTED, log_of, raw_column
 
 from trainspotter.analysis import analyze
 from trainspotter.model import Severity
 from trainspotter.readers import read_log
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
-
-
-def _log(run: str) -> Path:
-    return EXAMPLES / run / EXPECTED[run]["files"][0]
-
-
-def _column(path: Path, column: str) -> list[tuple[int, float]]:
-    """(step, value) of every row where `column` has a cell, as Lightning wrote it."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        return [(int(r["step"]), float(r[column])) for r in csv.DictReader(handle) if r[column]]
-
 
 def test_a_cer_that_never_improved_under_shuffled_labels_is_no_generalisation() -> None:
     run = "lightning_cer_shuffled_labels"
-    cer = _column(_log(run), "val_cer")
+    cer = raw_column(log_of(run), "val_cer")
     facts = EXPECTED[run]["facts"]
     # The script's own measurement, written as float32 by Lightning, 6 digits in expected.json.
     assert cer[0][1] == pytest.approx(facts["val_cer_first"], rel=1e-5)
@@ -47,7 +30,7 @@ def test_a_cer_that_never_improved_under_shuffled_labels_is_no_generalisation() 
     best_step, best = min(cer, key=lambda point: point[1])
     findings = [
         f
-        for f in analyze(read_log(_log(run))).findings
+        for f in analyze(read_log(log_of(run))).findings
         if f.metric == "val_cer" and f.severity >= Severity.WARNING
     ]
     assert len(findings) == 1, [f.title for f in findings]
@@ -69,8 +52,8 @@ def test_a_cer_that_never_improved_under_shuffled_labels_is_no_generalisation() 
 
 def test_the_cer_run_that_learns_says_nothing_about_its_cer() -> None:
     run = "lightning_cer_healthy"
-    cer = [value for _, value in _column(_log(run), "val_cer")]
+    cer = [value for _, value in raw_column(log_of(run), "val_cer")]
     assert cer[-1] < 0.1 * cer[0]  # it learned: the healthy twin the rule must leave alone
-    findings = analyze(read_log(_log(run))).findings
+    findings = analyze(read_log(log_of(run))).findings
     assert not [f for f in findings if f.severity >= Severity.WARNING]
     assert not [f for f in findings if f.metric == "val_cer" and f.detector != "eval_noise"]

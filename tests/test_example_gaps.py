@@ -9,15 +9,12 @@ through trainspotter) and the ground truth the training script measured (expecte
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import math
 import statistics
-from pathlib import Path
-from typing import Any
 
 import pytest
+from test_example_train_side import EXPECTED, log_of, raw_column
 
 from trainspotter.analysis import analyze
 from trainspotter.detectors.base import fmt
@@ -25,22 +22,9 @@ from trainspotter.detectors.spikes import DETECTOR, SpikesParams
 from trainspotter.model import Finding, Severity
 from trainspotter.readers import read_log
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-EXPECTED: dict[str, Any] = json.loads((EXAMPLES / "expected.json").read_text())
-
-
-def _log(run: str) -> Path:
-    return EXAMPLES / run / EXPECTED[run]["files"][0]
-
-
-def _column(path: Path, column: str) -> list[tuple[int, float]]:
-    """(step, value) of every row where `column` has a cell, as Lightning wrote it."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        return [(int(r["step"]), float(r[column])) for r in csv.DictReader(handle) if r[column]]
-
 
 def _findings(run: str) -> list[Finding]:
-    return analyze(read_log(_log(run))).findings
+    return analyze(read_log(log_of(run))).findings
 
 
 @pytest.mark.parametrize(
@@ -50,12 +34,12 @@ def test_a_dice_that_turns_nan_beside_a_finite_loss_is_a_warning(
     column: str, loss_column: str
 ) -> None:
     run = "lightning_dice_nan"
-    path = _log(run)
+    path = log_of(run)
     truth = next(p for p in EXPECTED[run]["pathologies"] if p["metric"] == column)
-    rows = _column(path, column)
+    rows = raw_column(path, column)
     onset = next(i for i, (_, value) in enumerate(rows) if math.isnan(value))
     assert rows[onset][0] == truth["first_step"]  # the module's count agrees with the CSV
-    assert all(math.isfinite(v) for _, v in _column(path, loss_column))  # loss stays finite
+    assert all(math.isfinite(v) for _, v in raw_column(path, loss_column))  # loss stays finite
     found = [f for f in _findings(run) if f.metric == column]
     assert len(found) == 1, found
     f = found[0]
@@ -84,7 +68,7 @@ def test_the_dice_run_has_no_error_and_its_loss_is_not_flagged() -> None:
 def test_an_eval_spike_at_the_second_evaluation_rests_on_its_two_neighbours() -> None:
     run = "lightning_bn_eval_spike"
     truth = EXPECTED[run]["pathologies"][0]
-    rows = _column(_log(run), "val_loss")
+    rows = raw_column(log_of(run), "val_loss")
     (before_step, before), (peak_step, peak), (after_step, after) = rows[:3]
     assert peak_step == truth["step"] and peak == pytest.approx(truth["val_loss_peak"], rel=1e-5)
     found = [f for f in _findings(run) if f.detector == "spikes" and f.metric == "eval/loss"]
@@ -103,7 +87,7 @@ def test_a_burst_of_raised_batches_none_an_outlier_alone_is_one_spike() -> None:
     none of them alone reaches the single-point threshold; the run of them is the spike."""
     run = "lightning_shard_burst"
     truth = EXPECTED[run]["pathologies"][0]
-    rows = dict(_column(_log(run), "train_loss"))
+    rows = dict(raw_column(log_of(run), "train_loss"))
     lo, hi = truth["step_range"]
     found = [f for f in _findings(run) if f.detector == "spikes" and f.severity >= Severity.WARNING]
     assert len(found) == 1, found
@@ -126,4 +110,4 @@ def test_a_burst_of_raised_batches_none_an_outlier_alone_is_one_spike() -> None:
     assert float(f.evidence["robust_z"]) < params.z_threshold
     assert f"No single point reaches robust z {fmt(params.z_threshold)}" in f.message
     single_only = dataclasses.replace(params, sustained_points=10**6)
-    assert not DETECTOR.detect(read_log(_log(run)), single_only)
+    assert not DETECTOR.detect(read_log(log_of(run)), single_only)
