@@ -185,6 +185,11 @@ def test_a_climb_into_inf_is_dated_from_its_onset_with_the_observed_rise() -> No
     assert onset <= f.step_start <= onset + 5
     assert f.evidence["climb_from_step"] == f.step_start
     assert f"climbing since step {f.step_start}," in f.message
+    # The level it rose from is smoothed: called so, with the logged points it is a median of.
+    assert "its minimum" not in f.message
+    quoted, logged_median = _quoted_window(f.message, steps, loss)
+    assert quoted == pytest.approx(float(f.evidence["climb_from_level"]), rel=1e-3)
+    assert quoted == pytest.approx(logged_median, rel=0.05)
     # The restart goes before the onset, not merely before the first Inf.
     assert f"checkpoint before step {f.step_start} " in f.fixes[0]
     # The size is what was observed: the last finite value over the level it rose from.

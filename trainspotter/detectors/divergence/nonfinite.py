@@ -258,8 +258,8 @@ def _climb_before_nonfinite(
     for key in ("mann_kendall_p", "kendall_tau"):
         evidence[key] = rise.evidence[key]
     return (
-        f" It had been climbing since step {rise.onset_step}, up from a level of "
-        f"{fmt(rise.min_level)} (its minimum, at step {rise.min_step}){growth}."
+        f" It had been climbing since step {rise.onset_step}, up from its smoothed minimum "
+        f"{fmt(rise.min_level)} at step {rise.min_step} ({rise.min_span}){growth}."
     )
 
 
